@@ -1,0 +1,89 @@
+// What the BPF collector hands to the rest of the exporter, after the loader's JSON lines are parsed.
+// Plain data: the model and the recording format use these types too.
+
+/** Histogram kinds kept per device by the BPF program (see src/bpf/README.md). */
+export const HIST_KINDS = [
+  'rq_lat', // block issue → complete (for polled I/O: → reaped)
+  'iopoll', // wall time of one io_do_iopoll() pass (fentry path)
+  'spin', // CPU time spinning in the poll loop, per I/O
+  'sleep_req', // hybrid sleep the kernel requested
+  'offcpu', // real off-CPU time of that sleep
+  'wake_ovh', // offcpu − sleep_req, clamped at 0
+  'wake_lat', // sched_wakeup → on CPU
+  'dev_spun', // issue → found, I/O still pending after the sleep (exact device time, censoring-free)
+  'found_slept', // issue → found, I/O already complete at wake-up (left-censored: D ≤ x)
+  'oversleep_ub', // upper bound of the oversleep per overslept I/O
+] as const;
+export type HistKind = (typeof HIST_KINDS)[number];
+
+/**
+ * A cumulative histogram on the log-linear bucket grid (src/model/buckets.ts).
+ * `buckets` is sparse: [index, count] pairs, non-cumulative, summed over CPUs. Monotonic over time.
+ */
+export interface BucketHist {
+  buckets: [number, number][];
+  count: number;
+  sumNs: number;
+  /** kind-specific extra sums, see src/bpf/README.md (rq_lat: bytes, errors; sleep_req: Σ hybrid_poll_time/2, samples) */
+  aux0: number;
+  aux1: number;
+}
+
+export interface BpfDeviceSeries {
+  /** kernel dev_t as "major:minor" */
+  dev: string;
+  /** block device name resolved from sysfs, when known */
+  device?: string;
+  hists: Partial<Record<HistKind, BucketHist>>;
+}
+
+/** Per io_uring ring state (6.13+, fentry path only). */
+export interface BpfRing {
+  /** stable anonymised id of the ring (hash of the ctx pointer) */
+  ring: string;
+  pid: number;
+  comm: string;
+  /** io_uring setup flags */
+  flags: number;
+  hybrid: boolean;
+  /** ctx->hybrid_poll_time, ns; null while LLONG_MAX (no estimate yet) */
+  hybridPollTimeNs: number | null;
+  sleeps: number;
+  iopollPasses: number;
+}
+
+export type PollPath = 'fentry' | 'tracepoint' | 'none';
+
+export interface BpfProgramStatus {
+  attached: boolean;
+  /** why not attached, e.g. "load failed: Operation not permitted" */
+  reason?: string;
+  /** from kernel.bpf_stats_enabled=1; absent when the sysctl is off */
+  runTimeNs?: number;
+  runCount?: number;
+}
+
+export interface BpfSnapshot {
+  /** CLOCK_MONOTONIC of the loader when the maps were read, ns */
+  takenAtNs: number;
+  pollPath: PollPath;
+  programs: Record<string, BpfProgramStatus>;
+  devices: BpfDeviceSeries[];
+  rings: BpfRing[];
+  /**
+   * Cumulative counters, kept monotonic across loader restarts by the Node side:
+   * polled_ios, overslept, spun, sleeps, sleep_ns, spin_ns, rq_miss, rq_start_full, …
+   */
+  counters: Record<string, number>;
+  /** Per-device cumulative counters (same names), keyed by "major:minor". */
+  deviceCounters: Record<string, Record<string, number>>;
+}
+
+/** State of the BPF collector as a whole, for self-metrics and the / page. */
+export interface BpfStatus {
+  mode: 'auto' | 'on' | 'off';
+  /** running: loader up; disabled: mode off or auto without privileges; failed: tried and failed */
+  state: 'running' | 'disabled' | 'failed' | 'starting';
+  reason: string;
+  loaderRestarts: number;
+}

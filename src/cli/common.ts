@@ -1,0 +1,117 @@
+// Options shared by the commands that read the host (serve, report, record).
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { LOG_LEVELS, type LogLevel } from '../log.js';
+import type { CollectorName } from '../snapshot/types.js';
+
+export const TOGGLABLE: readonly CollectorName[] = ['sysfs', 'debugfs', 'era', 'bpf', 'model'];
+
+export interface HostOptions {
+  paths: { sysfs: string; debugfs: string; procfs: string };
+  collectors: Record<CollectorName, boolean>;
+  deviceInclude?: RegExp;
+  deviceExclude?: RegExp;
+  logLevel: LogLevel;
+  bpf: { enable: 'auto' | 'on' | 'off'; loader?: string; timeoutMs: number; bucketsKeepEvery: number };
+  model: { windowSeconds: number; latencyBudget: number };
+}
+
+const COLLECTOR_HELP: Record<CollectorName, string> = {
+  sysfs: 'queue/io_poll, io_poll_delay and the nvme poll_queues parameter',
+  debugfs: 'hctx types, poll_stat and hctx io_poll counters (needs root)',
+  era: 'kernel era detection from BTF, debugfs and the release string',
+  bpf: 'per-I/O sleep, wake and spin timings from eBPF (needs root and BTF)',
+  model: 'efficiency model: optimal sleep, efficiency, wasted CPU',
+};
+
+export function regexArg(v: string): RegExp {
+  try {
+    return new RegExp(v);
+  } catch (e) {
+    throw new InvalidArgumentError(`not a valid regular expression: ${(e as Error).message}`);
+  }
+}
+
+export function positiveNumber(v: string): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a positive number');
+  return n;
+}
+
+export function positiveInt(v: string): number {
+  const n = positiveNumber(v);
+  if (!Number.isInteger(n)) throw new InvalidArgumentError('must be a positive integer');
+  return n;
+}
+
+/** "60s", "5m", "500ms" or plain seconds → seconds. */
+export function durationArg(v: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(v.trim());
+  if (!m) throw new InvalidArgumentError('expected a duration such as 500ms, 30s, 5m or 1h');
+  const n = Number(m[1]);
+  const mult = { ms: 0.001, s: 1, m: 60, h: 3600 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
+  if (n <= 0) throw new InvalidArgumentError('must be longer than zero');
+  return n * mult;
+}
+
+/** An option whose default is written as the user would type it, and parsed like user input. */
+export function parsed<T>(flags: string, description: string, parse: (v: string) => T, defaultText: string): Option {
+  return new Option(flags, description).argParser(parse).default(parse(defaultText), defaultText);
+}
+
+export function addHostOptions(cmd: Command): Command {
+  cmd
+    .option('--path.sysfs <dir>', 'sysfs mount point', '/sys')
+    .option('--path.debugfs <dir>', 'debugfs mount point', '/sys/kernel/debug')
+    .option('--path.procfs <dir>', 'procfs mount point', '/proc')
+    .option('--collector.device-include <regexp>', 'only report block devices whose name matches', regexArg)
+    .addOption(parsed('--collector.device-exclude <regexp>', 'do not report block devices whose name matches', regexArg, '^(ram|zram|fd)\\d+$'))
+    .option('--collector.disable-defaults', 'disable every collector not enabled explicitly with --collector.<name>');
+  for (const c of TOGGLABLE) {
+    cmd.option(`--collector.${c}`, `enable the ${c} collector: ${COLLECTOR_HELP[c]} (default: on)`);
+    cmd.option(`--no-collector.${c}`, `disable the ${c} collector`);
+  }
+  cmd
+    .addOption(new Option('--bpf.enable <mode>', 'eBPF collector: auto uses it when root and BTF allow, on fails loudly if it cannot run, off never loads it')
+      .choices(['auto', 'on', 'off']).default('auto'))
+    .option('--bpf.loader <path>', 'path of the BPF loader binary (default: the one built with the package)')
+    .addOption(parsed('--bpf.timeout <duration>', 'how long one scrape waits for the BPF loader', durationArg, '1s'))
+    .addOption(new Option('--bpf.buckets <keep>', 'histogram bucket boundaries to expose: all (4 per power of two), half, or pow2 (1 per power of two)')
+      .choices(['all', 'half', 'pow2']).default('pow2'))
+    .addOption(parsed('--model.window <duration>', 'sliding window the efficiency model computes over', durationArg, '60s'))
+    .addOption(parsed('--model.latency-budget <ratio>', 'added latency allowed for best_static, as a fraction of the mean device time', positiveNumber, '0.01'))
+    .addOption(new Option('--log.level <level>', 'least severe log level to print').choices([...LOG_LEVELS]).default('info'));
+  return cmd;
+}
+
+type Raw = Record<string, unknown>;
+
+export function hostOptionsOf(raw: Raw): HostOptions {
+  const include = raw['collector.deviceInclude'] as RegExp | undefined;
+  const excludeSet = raw['collector.deviceExclude'] as RegExp | undefined;
+  const onlyExplicit = raw['collector.disableDefaults'] === true;
+  const collectors = Object.fromEntries(
+    TOGGLABLE.map((c) => {
+      const v = raw[`collector.${c}`] as boolean | undefined;
+      return [c, v ?? !onlyExplicit];
+    }),
+  ) as Record<CollectorName, boolean>;
+  const keep = raw['bpf.buckets'] as 'all' | 'half' | 'pow2';
+  return {
+    paths: {
+      sysfs: raw['path.sysfs'] as string,
+      debugfs: raw['path.debugfs'] as string,
+      procfs: raw['path.procfs'] as string,
+    },
+    collectors,
+    // An explicit include list replaces the default exclude list (as node_exporter does).
+    ...(include ? { deviceInclude: include } : excludeSet ? { deviceExclude: excludeSet } : {}),
+    logLevel: raw['log.level'] as LogLevel,
+    bpf: {
+      enable: raw['bpf.enable'] as 'auto' | 'on' | 'off',
+      ...(raw['bpf.loader'] ? { loader: raw['bpf.loader'] as string } : {}),
+      timeoutMs: (raw['bpf.timeout'] as number) * 1000,
+      bucketsKeepEvery: { all: 1, half: 2, pow2: 4 }[keep],
+    },
+    model: { windowSeconds: raw['model.window'] as number, latencyBudget: raw['model.latencyBudget'] as number },
+  };
+}

@@ -1,0 +1,79 @@
+// `hybridpoll-exporter serve`: the exporter itself.
+import { Command, InvalidArgumentError } from 'commander';
+import type { Server } from 'node:http';
+import { disabledBpf, type BpfSource } from '../bpf/source.js';
+import { createApp } from '../http/server.js';
+import { createLogger, type Logger } from '../log.js';
+import { processRegistry } from '../metrics/render.js';
+import { SnapshotEngine } from '../snapshot/engine.js';
+import { liveReader } from '../snapshot/live.js';
+import { HostReader } from '../sources/reader.js';
+import { VERSION } from '../version.js';
+import { addHostOptions, hostOptionsOf, parsed, type HostOptions } from './common.js';
+
+export const DEFAULT_LISTEN = ':9742';
+
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+/** ":9742", "127.0.0.1:9742", "[::1]:9742" → host and port (empty host = all interfaces). */
+export function parseListenAddress(v: string): ListenAddress {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(v);
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port > 65535) throw new InvalidArgumentError('expected [host]:port, e.g. :9742 or 127.0.0.1:9742');
+  return { host: m[1] ?? m[2] ?? '', port };
+}
+
+export function hostReaderOf(o: HostOptions): HostReader {
+  return new HostReader({
+    paths: o.paths,
+    filter: { ...(o.deviceInclude ? { include: o.deviceInclude } : {}), ...(o.deviceExclude ? { exclude: o.deviceExclude } : {}) },
+    collectors: { sysfs: o.collectors.sysfs, debugfs: o.collectors.debugfs, era: o.collectors.era },
+  });
+}
+
+/** The BPF collector per --bpf.enable and --no-collector.bpf. */
+export async function bpfSourceOf(o: HostOptions, _log: Logger): Promise<BpfSource> {
+  if (!o.collectors.bpf || o.bpf.enable === 'off') return disabledBpf('disabled by flag');
+  return disabledBpf('the BPF collector is not built into this version');
+}
+
+export function serveCommand(): Command {
+  const cmd = new Command('serve')
+    .description('serve Prometheus metrics of this host (the default command)')
+    .addOption(parsed('--web.listen-address <[host]:port>', 'address to listen on; the default listens on all interfaces', parseListenAddress, DEFAULT_LISTEN))
+    .option('--web.telemetry-path <path>', 'path under which to expose metrics', '/metrics');
+  addHostOptions(cmd);
+  cmd.action(async (raw: Record<string, unknown>, self: Command) => {
+    if (raw['collector.deviceInclude'] && self.getOptionValueSource('collector.deviceExclude') === 'cli') {
+      self.error('error: --collector.device-include and --collector.device-exclude are mutually exclusive');
+    }
+    const o = hostOptionsOf(raw);
+    const log = createLogger(o.logLevel);
+    const bpf = await bpfSourceOf(o, log);
+    const engine = new SnapshotEngine(liveReader(hostReaderOf(o), bpf, log, o.collectors.bpf));
+    const app = createApp({ engine, log, processMetrics: processRegistry(), metricsPath: raw['web.telemetryPath'] as string });
+    const addr = raw['web.listenAddress'] as ListenAddress;
+    const server: Server = addr.host ? app.listen(addr.port, addr.host) : app.listen(addr.port);
+    server.on('listening', () => {
+      const a = server.address();
+      const where = typeof a === 'object' && a ? `${a.address}:${a.port}` : String(a);
+      log.info('listening', { address: where, version: VERSION, bpf: bpf.status().state, bpf_reason: bpf.status().reason });
+    });
+    server.on('error', (e) => {
+      log.error('cannot listen', { address: `${addr.host}:${addr.port}`, err: e.message });
+      process.exit(1);
+    });
+    const stop = async (signal: string) => {
+      log.info('shutting down', { signal });
+      server.close();
+      await bpf.stop();
+      process.exit(0);
+    };
+    process.once('SIGTERM', () => void stop('SIGTERM'));
+    process.once('SIGINT', () => void stop('SIGINT'));
+  });
+  return cmd;
+}

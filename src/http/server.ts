@@ -1,0 +1,45 @@
+// HTTP edge: /metrics, /healthz and /. All content comes from the snapshot engine.
+import express, { type Express } from 'express';
+import type { Registry } from 'prom-client';
+import type { Logger } from '../log.js';
+import { familiesOf } from '../metrics/index.js';
+import { CONTENT_TYPE, negotiate, render } from '../metrics/render.js';
+import type { SnapshotEngine } from '../snapshot/engine.js';
+import { indexPage } from './indexPage.js';
+
+export interface AppOptions {
+  engine: SnapshotEngine;
+  log: Logger;
+  /** process_* and nodejs_* metrics; omitted in tests that compare output */
+  processMetrics?: Registry;
+  metricsPath?: string;
+}
+
+export function createApp(o: AppOptions): Express {
+  const app = express();
+  const metricsPath = o.metricsPath ?? '/metrics';
+  app.disable('x-powered-by');
+
+  app.get(metricsPath, async (req, res) => {
+    try {
+      const format = negotiate(req.get('accept'));
+      const snap = await o.engine.snapshot();
+      const body = await render(familiesOf(snap), format, o.processMetrics);
+      res.type(CONTENT_TYPE[format]).send(body);
+    } catch (e) {
+      o.log.error('scrape failed', { err: e instanceof Error ? e.stack ?? e.message : String(e) });
+      res.status(500).type('text/plain').send('scrape failed; see the exporter log\n');
+    }
+  });
+
+  app.get('/healthz', (_req, res) => {
+    res.type('text/plain').send('ok\n');
+  });
+
+  app.get('/', async (_req, res) => {
+    const snap = o.engine.latest() ?? (await o.engine.snapshot().catch(() => undefined));
+    res.type('text/html').send(indexPage(snap, metricsPath));
+  });
+
+  return app;
+}

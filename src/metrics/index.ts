@@ -1,0 +1,9 @@
+// Every metric family of a scrape, from one snapshot.
+import type { Snapshot } from '../snapshot/types.js';
+import type { MetricFamily } from './family.js';
+import { hostFamilies } from './host.js';
+import { selfFamilies } from './self.js';
+
+export function familiesOf(s: Snapshot): MetricFamily[] {
+  return [...selfFamilies(s), ...hostFamilies(s)];
+}

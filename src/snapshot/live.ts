@@ -1,0 +1,45 @@
+// The live input reader: files through HostReader, per-I/O timings through the BPF collector.
+import type { BpfSource } from '../bpf/source.js';
+import type { BpfSnapshot } from '../bpf/types.js';
+import type { Logger } from '../log.js';
+import type { HostReader } from '../sources/reader.js';
+import type { InputReader } from './engine.js';
+import type { CollectorResult, SnapshotInputs } from './types.js';
+
+export function liveReader(host: HostReader, bpf: BpfSource, log: Logger, bpfEnabled: boolean): InputReader {
+  // Log a collector's error when it changes, not on every scrape.
+  const lastError = new Map<string, string | undefined>();
+  const note = (c: CollectorResult) => {
+    if (lastError.get(c.name) === c.error) return;
+    lastError.set(c.name, c.error);
+    if (c.error) log.warn('collector failed', { collector: c.name, err: c.error });
+    else log.info('collector recovered', { collector: c.name });
+  };
+
+  return async (): Promise<SnapshotInputs> => {
+    const takenAtMs = Date.now();
+    const [hostRead, bpfRead] = await Promise.all([host.read(), bpfEnabled ? readBpf(bpf) : undefined]);
+    const collectors = [...hostRead.collectors, ...(bpfRead ? [bpfRead.result] : [])];
+    collectors.forEach(note);
+    return {
+      takenAtMs,
+      host: hostRead.host,
+      ...(bpfRead?.snap ? { bpf: bpfRead.snap } : {}),
+      bpfStatus: bpf.status(),
+      collectors,
+    };
+  };
+}
+
+async function readBpf(bpf: BpfSource): Promise<{ snap?: BpfSnapshot; result: CollectorResult }> {
+  const t0 = performance.now();
+  const dur = () => (performance.now() - t0) / 1000;
+  try {
+    const snap = await bpf.snapshot();
+    const st = bpf.status();
+    if (!snap) return { result: { name: 'bpf', success: false, durationSeconds: dur(), error: st.reason } };
+    return { snap, result: { name: 'bpf', success: true, durationSeconds: dur() } };
+  } catch (e) {
+    return { result: { name: 'bpf', success: false, durationSeconds: dur(), error: e instanceof Error ? e.message : String(e) } };
+  }
+}
