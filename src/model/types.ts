@@ -1,4 +1,167 @@
-// Output of the efficiency model. Completed by the model module (issue 3).
+// Plain data in and out of the efficiency model (docs/design.md §4–5). All times are nanoseconds;
+// metrics convert to seconds. Nothing here does I/O.
+import type { BucketHist, HistKind } from '../bpf/types.js';
+import type { Era } from '../sources/types.js';
+
+/** The policies of design.md §5, in the order the what-if table lists them. Label values are stable API. */
+export const POLICIES = [
+  'classic',
+  'blkmq_half_mean',
+  'blkmq_fixed',
+  'three_quarter_mean',
+  'min_minus_wake',
+  'iouring_half_min',
+  'best_static',
+  'oracle',
+] as const;
+export type PolicyName = (typeof POLICIES)[number];
+
+/** The policy the kernel runs now; `unknown` when sleeps are measured that no era/setting explains. */
+export type CurrentPolicy = PolicyName | 'unknown';
+
+/**
+ * One piece of a distribution: probability `p` spread uniformly over (lo, hi], or an atom at `lo`
+ * when lo === hi. Histogram buckets become uniform pieces; exact values (buckets 0–4, tests) atoms.
+ */
+export interface Piece {
+  lo: number;
+  hi: number;
+  p: number;
+}
+
+/** A probability distribution on [0, ∞) as non-overlapping pieces sorted by lo; Σp = 1. */
+export interface Dist {
+  pieces: Piece[];
+}
+
+/** What one policy would do with the measured F_D, F_O and c_sw, per I/O at QD1. */
+export interface PolicyOutcome {
+  policy: PolicyName;
+  /** the sleep s (for `oracle`: the mean of its per-I/O sleeps max(0, D − O)) */
+  sleepNs: number;
+  /** spin(s): CPU spent spinning */
+  spinNs: number;
+  /** cpu(s) = spin(s) + c_sw·[s > 0] */
+  cpuNs: number;
+  /** late(s) = E[max(0, s + O − D)]: latency added by oversleep */
+  lateNs: number;
+  /** latency(s) = E[max(D, s + O)] */
+  latencyNs: number;
+  /** cpu(s) / latency(s): share of one core a QD1 poller spends on this device (1 = classic polling) */
+  cpuShare: number;
+  /** P(D ≤ s + O): probability the I/O is already complete at wake-up (0 for classic) */
+  oversleepProbability: number;
+  /** late(s) ≤ budget · E[D] */
+  meetsBudget: boolean;
+}
+
+export type DeviceTimeSource =
+  /** product-limit estimate from exact (dev_spun) and left-censored (found_slept) samples */
+  | 'censored_km'
+  /** dev_spun only: plain empirical */
+  | 'empirical'
+  /** found_slept only: no exact sample, each value taken as its upper bound */
+  | 'censored_only'
+  /** rq_lat (issue → reaped): exact under classic polling, includes non-polled I/O and oversleep */
+  | 'rq_lat';
+
+export interface DistSummary {
+  meanNs: number;
+  /** lower end of the support (bucket lower bound) */
+  minNs: number;
+  p50Ns: number;
+  p99Ns: number;
+}
+
+/** Window deltas of one device: the input of `analyse`, built from snapshots or by hand. */
+export interface DeviceWindow {
+  /** kernel dev_t "major:minor" */
+  dev: string;
+  /** block device name (label value); falls back to dev */
+  device: string;
+  /** seconds the deltas cover (> 0) */
+  seconds: number;
+  /** histogram deltas over the window (non-cumulative sparse buckets, counts and sums of the window) */
+  hists: Partial<Record<HistKind, BucketHist>>;
+  /** counter deltas over the window (polled_ios, sleeps, overslept, spun, spin_ns, sleep_ns, …) */
+  counters: Record<string, number>;
+  /** kernel era of the host */
+  era: Era;
+  /** queue/io_poll_delay of the device, if read */
+  ioPollDelay?: number;
+}
+
+export interface AnalyseOptions {
+  /** best_static: allowed late(s) as a fraction of E[D] (design.md default 0.01) */
+  latencyBudget: number;
+  /** c_sw when it cannot be measured; default DEFAULT_SWITCH_COST_NS */
+  defaultSwitchCostNs?: number;
+  /** F_O when wake overhead is not measured; default atom at DEFAULT_WAKE_OVERHEAD_NS */
+  defaultWakeOverheadNs?: number;
+  /** fewer device-time samples than this: no target (default MIN_SAMPLES) */
+  minSamples?: number;
+}
+
+export interface CurrentState {
+  policy: CurrentPolicy;
+  /** mean requested sleep of the I/Os that slept (0 when nothing slept) */
+  sleepNs: number;
+  /** fraction of polled I/Os that slept (0..1) */
+  sleptFraction: number;
+  /** where sleepNs came from: kernel's own estimate (aux0/aux1), the sleep_req histogram, or no sleeps */
+  sleepSource: 'kernel_estimate' | 'sleep_req' | 'none';
+  /** the model evaluated at the measured sleeps (mixture over slept / not slept and over sleep values) */
+  outcome: Omit<PolicyOutcome, 'policy'>;
+}
+
+export interface Measured {
+  /** polled I/Os in the window */
+  polledIos: number;
+  /** polled I/Os per second */
+  iops: number;
+  /** spin CPU per polled I/O */
+  spinPerIoNs: number;
+  /** (spin + sleeps · c_sw) / polled I/Os */
+  cpuPerIoNs: number;
+  /** overslept / (overslept + spun): fraction of slept I/Os already complete at wake-up */
+  oversleepRatio?: number;
+}
+
+/** The analysis of one device over one window: what report, replay and metrics show. */
+export interface ModelTarget {
+  device: string;
+  dev: string;
+  windowSeconds: number;
+  /** F_D: device time distribution, bucket masses on the grid (index → probability), for charts */
+  deviceTime: DistSummary & { source: DeviceTimeSource; samples: number; censored: number; masses: [number, number][] };
+  wakeOverhead: DistSummary & { source: 'measured' | 'default' };
+  /** c_sw used, and whether it was measured (iopoll − offcpu − spin per sleep) or the default */
+  switchCostNs: number;
+  switchCostSource: 'measured' | 'default';
+  latencyBudget: number;
+  current: CurrentState;
+  /** the what-if table: one row per policy that could be evaluated (blkmq_fixed needs io_poll_delay > 0) */
+  policies: PolicyOutcome[];
+  best: PolicyOutcome;
+  oracle: PolicyOutcome;
+  /** η = (cpu(0) − cpu(current)) / (cpu(0) − cpu(best)); undefined when the best static sleep is 0 */
+  efficiency?: number;
+  measured?: Measured;
+  /** (measured CPU per I/O − cpu(best)) × IOPS / 1e9, in cores (raw; may be negative when the model is off) */
+  wastedCpuCores?: number;
+  /** modelled cpu(current) / measured CPU per I/O − 1 */
+  modelCpuErrorRatio?: number;
+  /** one line for humans */
+  recommendation: string;
+}
+
+/** What the model stage adds to each snapshot. */
 export interface ModelResult {
-  targets: unknown[];
+  /** window length actually covered by the deltas (≤ the configured window) */
+  windowSeconds: number;
+  configuredWindowSeconds: number;
+  latencyBudget: number;
+  targets: ModelTarget[];
+  /** monotonic wasted CPU-seconds per device present in the BPF data (integrated over snapshots) */
+  wastedCpuSecondsTotal: { device: string; seconds: number }[];
 }
