@@ -3,6 +3,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    globalSetup: ['test/setup/build.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // Integration tests share the kernel (BPF programs, loop devices): run files one at a time.

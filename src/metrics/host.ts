@@ -72,7 +72,7 @@ export function hostFamilies(s: Snapshot): MetricFamily[] {
           success: 'debugfs hctx*/io_poll success: ->poll() calls that found a completion (Linux <=5.15). success/invoked is the poll hit ratio.',
         }[k],
         s.hctxTotals, (t) => ({ labels: { device: t.device, hctx: t.hctx }, value: t[k] }))),
-    family('hctx_poll_counter_resets_total', 'counter',
+    family('hctx_poll_resets_total', 'counter',
       'Times the kernel hctx io_poll counters went backwards (someone wrote to the file); the exported counters absorb them.',
       s.hctxTotals, (t) => ({ labels: { device: t.device, hctx: t.hctx }, value: t.resets })),
   ];

@@ -26,13 +26,15 @@ export function processRegistry(): Registry {
  * loaded with pre-aggregated buckets, so every family goes through this adapter.
  */
 function adapter(f: MetricFamily) {
-  return {
+  const metric = {
+    // prom-client renames counters for OpenMetrics (drops `_total` from the family name) by
+    // assigning metric.name before calling get(): read it back from here, not from f.
     name: f.name,
     help: f.help,
     type: f.type,
     aggregator: 'sum' as const,
     get: async () => ({
-      name: f.name,
+      name: metric.name,
       help: f.help,
       type: f.type,
       aggregator: 'sum' as const,
@@ -43,6 +45,7 @@ function adapter(f: MetricFamily) {
       })),
     }),
   };
+  return metric;
 }
 
 export async function render(families: MetricFamily[], format: Format, extra?: Registry): Promise<string> {

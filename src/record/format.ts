@@ -1,0 +1,43 @@
+// The recording format: JSON lines. Line 1 is a header, every further line one SnapshotInputs
+// (the raw, recordable input of one scrape, src/snapshot/types.ts). Versioned so that a reader
+// refuses what it does not understand instead of misreading it.
+import type { SnapshotInputs } from '../snapshot/types.js';
+
+export const RECORDING_FORMAT = 'hybridpoll-recording';
+export const RECORDING_VERSION = 1;
+
+/** Longest line a reader accepts, in characters: a frame of a large host is well under 1 MB. */
+export const MAX_LINE_CHARS = 8 * 1024 * 1024;
+
+export type RecordingSource = 'live' | 'synthetic';
+
+export interface RecordingHeader {
+  format: typeof RECORDING_FORMAT;
+  version: typeof RECORDING_VERSION;
+  /** ISO 8601 time the recording was started */
+  created: string;
+  /** host name of the recorded machine (or of the synthetic model) */
+  host: string;
+  source: RecordingSource;
+  description: string;
+}
+
+export function headerLine(h: RecordingHeader): string {
+  return JSON.stringify(h) + '\n';
+}
+
+export function frameLine(f: SnapshotInputs): string {
+  return JSON.stringify(f) + '\n';
+}
+
+/** A problem in a recording, located by its 1-based line number. */
+export class RecordingError extends Error {
+  constructor(
+    readonly file: string,
+    readonly line: number,
+    readonly reason: string,
+  ) {
+    super(`${file}:${line}: ${reason}`);
+    this.name = 'RecordingError';
+  }
+}

@@ -1,0 +1,145 @@
+// Validation of one recorded frame (SnapshotInputs) and of the header. Deep, so that a damaged or
+// hand-edited recording is refused with the path of the bad field instead of breaking a scrape.
+import { HIST_KINDS, type BpfDeviceSeries, type BpfProgramStatus, type BpfRing, type BpfSnapshot, type BpfStatus, type BucketHist } from '../bpf/types.js';
+import { NB } from '../model/buckets.js';
+import { COLLECTORS, type CollectorResult, type SnapshotInputs } from '../snapshot/types.js';
+import { ERAS, type DeviceReading, type EraDetection, type HctxIoPoll, type HostReading, type KernelFeatures, type PollStat, type PollStatBucket } from '../sources/types.js';
+import {
+  array, bool, CheckError, int, literal, nonNegative, nullable, num, object, oneOf, optional, partialRecord, record, str, tuple2, type Check,
+} from './check.js';
+import { RECORDING_FORMAT, RECORDING_VERSION, type RecordingHeader } from './format.js';
+
+const count = nonNegative;
+
+const collector = object<CollectorResult>({
+  name: oneOf(COLLECTORS),
+  success: bool,
+  durationSeconds: nonNegative,
+  error: optional(str),
+});
+
+const features = object<KernelFeatures>({
+  iouringHybrid: optional(bool),
+  legacyHybrid: optional(bool),
+  hctxPollCounters: optional(bool),
+  debugfsHctxIoPoll: optional(bool),
+  debugfsPollStatLines: optional(bool),
+  release: optional(str),
+});
+
+const era = object<EraDetection>({
+  era: oneOf(ERAS),
+  evidence: oneOf(['btf', 'debugfs', 'release_hint', 'none'] as const),
+  reason: str,
+});
+
+const pollStatBucket = object<PollStatBucket>({
+  op: oneOf(['read', 'write'] as const),
+  sizeBytes: count,
+  samples: count,
+  meanNs: optional(count),
+  minNs: optional(count),
+  maxNs: optional(count),
+});
+
+const pollStat: Check<PollStat> = (v, path) => {
+  const kind = object<{ kind: PollStat['kind'] }>({ kind: oneOf(['absent', 'empty', 'buckets'] as const) })(v, path).kind;
+  if (kind !== 'buckets') return { kind };
+  return object<{ kind: 'buckets'; buckets: PollStatBucket[] }>({ kind: literal('buckets'), buckets: array(pollStatBucket) })(v, path);
+};
+
+const hctxIoPoll = object<HctxIoPoll>({ hctx: str, considered: count, invoked: count, success: count });
+
+const device = object<DeviceReading>({
+  device: str,
+  devNum: optional(str),
+  ioPoll: optional(num),
+  ioPollDelay: optional(num),
+  hctxByType: optional(record(count)),
+  pollStat: optional(pollStat),
+  hctxIoPoll: optional(array(hctxIoPoll)),
+  errors: array(object<{ file: string; message: string }>({ file: str, message: str })),
+});
+
+const host = object<HostReading>({
+  nvmePollQueues: optional(num),
+  features,
+  era,
+  devices: array(device),
+});
+
+// No check that the buckets add up to `count`: the loader reads per-CPU slots while other CPUs
+// update them, so a live frame may be off by a few events.
+const bucketHist = object<BucketHist>({
+  buckets: array(tuple2(int(0, NB - 1), count)),
+  count,
+  sumNs: count,
+  aux0: count,
+  aux1: count,
+});
+
+const deviceSeries = object<BpfDeviceSeries>({
+  dev: str,
+  device: optional(str),
+  hists: partialRecord(HIST_KINDS, bucketHist),
+});
+
+const ring = object<BpfRing>({
+  ring: str,
+  pid: count,
+  comm: str,
+  flags: count,
+  hybrid: bool,
+  hybridPollTimeNs: nullable(count),
+  sleeps: count,
+  iopollPasses: count,
+});
+
+const program = object<BpfProgramStatus>({
+  attached: bool,
+  reason: optional(str),
+  runTimeNs: optional(count),
+  runCount: optional(count),
+});
+
+const bpf = object<BpfSnapshot>({
+  takenAtNs: count,
+  pollPath: oneOf(['fentry', 'tracepoint', 'none'] as const),
+  programs: record(program),
+  devices: array(deviceSeries),
+  rings: array(ring),
+  counters: record(count),
+  deviceCounters: record(record(count)),
+});
+
+const bpfStatus = object<BpfStatus>({
+  mode: oneOf(['auto', 'on', 'off'] as const),
+  state: oneOf(['running', 'disabled', 'failed', 'starting'] as const),
+  reason: str,
+  loaderRestarts: count,
+});
+
+export const checkFrame: Check<SnapshotInputs> = object<SnapshotInputs>({
+  takenAtMs: count,
+  host: optional(host),
+  bpf: optional(bpf),
+  bpfStatus,
+  collectors: array(collector),
+});
+
+/** The header; an unknown format or version is refused before any field is looked at. */
+export const checkHeader: Check<RecordingHeader> = (v, path) => {
+  const id = object<{ format: string; version: number }>({ format: str, version: num })(v, path);
+  if (id.format !== RECORDING_FORMAT) throw new CheckError('format', `expected "${RECORDING_FORMAT}", got ${JSON.stringify(id.format)}: not a hybridpoll recording`);
+  if (id.version !== RECORDING_VERSION) {
+    throw new CheckError('version', `recording format version ${id.version} is not supported; this exporter reads version ${RECORDING_VERSION}`);
+  }
+  return object<RecordingHeader>({
+    format: literal(RECORDING_FORMAT),
+    version: literal(RECORDING_VERSION),
+    created: str,
+    host: str,
+    source: oneOf(['live', 'synthetic'] as const),
+    description: str,
+  })(v, path);
+};

@@ -1,0 +1,12 @@
+#!/bin/sh
+# Runs in the guest from the project disk (see lab-init): network, limits, then the control agent.
+# The agent serves the host through a hostfwd port until the host asks it to power off.
+ulimit -l unlimited
+modprobe virtio_net 2>/dev/null
+ip link set lo up
+ip link set eth0 up
+ip addr add 10.0.2.15/24 dev eth0
+ip route add default via 10.0.2.2
+echo "HPVM: kernel $(uname -r), $(nproc) cpus, $(grep -o 'nvme.poll_queues=[0-9]*' /proc/cmdline)"
+dmesg | grep -E 'nvme nvme[0-9]+: .*queues' | sed 's/^/HPVM: /'
+exec node /opt/hp/guest/agent.mjs
