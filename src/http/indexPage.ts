@@ -13,7 +13,7 @@ export function indexPage(s: Snapshot | undefined, metricsPath: string): string 
   const bpf = s?.bpfStatus;
   const devices = (s?.host?.devices ?? [])
     .map((d) => `<tr><td>${esc(d.device)}</td><td>${d.ioPoll ?? ''}</td><td>${d.ioPollDelay ?? ''}</td>` +
-      `<td>${d.hctxByType?.poll ?? ''}</td><td>${esc(d.pollStat?.kind ?? '')}</td></tr>`)
+      `<td>${d.hctxByType ? (d.hctxByType.poll ?? 0) : ''}</td><td>${esc(d.pollStat?.kind ?? '')}</td></tr>`)
     .join('\n');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>hybridpoll-exporter</title>
