@@ -10,7 +10,14 @@
 //   new EfficiencyModel({ windowSeconds, latencyBudget }) implements ModelStage
 //       fed every snapshot in order by SnapshotEngine; keeps a bounded window and the monotonic
 //       wasted-CPU-seconds counters; returns ModelResult.
-//   evaluatePolicies(fD, fO, params) → PolicyOutcome[]      the what-if table on any distributions
+//   evaluatePolicies(new CostModel(fD, fO, params)) → PolicyOutcome[]   the what-if table on any F_D, F_O
 //   dist helpers (atom, uniform, mixture, distFromHist, …) and estimateDeviceTime (F_D, censored).
 // See README.md in this folder for the assumptions and limits.
 export * from './types.js';
+export { analyse, analysePair, detectPolicy, DEFAULT_SWITCH_COST_NS, DEFAULT_WAKE_OVERHEAD_NS, MIN_SAMPLES } from './analyse.js';
+export { EfficiencyModel, type EfficiencyModelOptions } from './stage.js';
+export { CostModel, evaluatePolicies, policySleep, bestStaticSleep, iouringHalfMinSleep, type ModelParams, type Outcome } from './policies.js';
+export { estimateDeviceTime, type DeviceTimeEstimate } from './censored.js';
+export { atom, uniform, mixture, distFromHist, distFromMasses, mean, cdf, quantile, summary, expectPositive } from './dist.js';
+export { cumulativeLe, countLe, histIncrease, counterIncrease } from './hist.js';
+export { Accumulator, SlidingWindow } from './window.js';

@@ -104,12 +104,16 @@ export interface AnalyseOptions {
 
 export interface CurrentState {
   policy: CurrentPolicy;
-  /** mean requested sleep of the I/Os that slept (0 when nothing slept) */
+  /** mean requested sleep of the I/Os that slept (0 for classic) */
   sleepNs: number;
   /** fraction of polled I/Os that slept (0..1) */
   sleptFraction: number;
-  /** where sleepNs came from: kernel's own estimate (aux0/aux1), the sleep_req histogram, or no sleeps */
-  sleepSource: 'kernel_estimate' | 'sleep_req' | 'none';
+  /**
+   * where sleepNs came from: the kernel's own estimate (aux0/aux1 of sleep_req), the sleep_req
+   * histogram, the setting (4.10–5.15 io_poll_delay ≥ 0 with no sleep seen by BPF: the policy's
+   * sleep on this F_D), or none (classic)
+   */
+  sleepSource: 'kernel_estimate' | 'sleep_req' | 'setting' | 'none';
   /** the model evaluated at the measured sleeps (mixture over slept / not slept and over sleep values) */
   outcome: Omit<PolicyOutcome, 'policy'>;
 }

@@ -1,0 +1,229 @@
+// One device over one window: F_D, F_O, c_sw, the current policy, the what-if table, efficiency,
+// wasted CPU, oversleep, the self-check and a recommendation. Pure.
+import type { BpfSnapshot } from '../bpf/types.js';
+import type { SnapshotInputs } from '../snapshot/types.js';
+import type { Era } from '../sources/types.js';
+import { atom, distFromHist, distFromMasses, summary } from './dist.js';
+import { estimateDeviceTime } from './censored.js';
+import { CostModel, evaluatePolicies, policySleep } from './policies.js';
+import type { AnalyseOptions, CurrentPolicy, CurrentState, DeviceTimeSource, DeviceWindow, Dist, Measured, ModelTarget } from './types.js';
+import { Accumulator, totalsDelta } from './window.js';
+
+/** c_sw when it cannot be measured: the on-CPU cost of an hrtimer sleep plus a context switch pair on current x86 (design.md §5 anchor). */
+export const DEFAULT_SWITCH_COST_NS = 1500;
+/** F_O when wake overhead is not measured (no sleeps in the window): an atom at 1 µs. */
+export const DEFAULT_WAKE_OVERHEAD_NS = 1000;
+/** Fewer device-time samples in the window than this: no analysis (too noisy to act on). */
+export const MIN_SAMPLES = 20;
+/** η within this distance of 1 counts as "as good as the best static sleep". */
+const GOOD_ENOUGH = 0.05;
+
+interface DeviceTime {
+  dist: Dist;
+  source: DeviceTimeSource;
+  samples: number;
+  censored: number;
+  masses: [number, number][];
+}
+
+function deviceTime(w: DeviceWindow): DeviceTime | undefined {
+  const est = estimateDeviceTime(w.hists.dev_spun, w.hists.found_slept);
+  if (est) {
+    const dist = distFromMasses(est.masses);
+    if (dist) return { dist, source: est.source, samples: est.samples, censored: est.censored, masses: est.masses };
+  }
+  // No hybrid sleeps (classic polling): issue → reaped is the device time to within one poll loop.
+  const rq = w.hists.rq_lat;
+  const dist = distFromHist(rq);
+  if (!rq || !dist) return undefined;
+  const total = rq.buckets.reduce((a, [, c]) => a + c, 0);
+  return {
+    dist,
+    source: 'rq_lat',
+    samples: total,
+    censored: 0,
+    masses: [...rq.buckets].filter(([, c]) => c > 0).sort((a, b) => a[0] - b[0]).map(([i, c]) => [i, c / total]),
+  };
+}
+
+const counter = (w: DeviceWindow, k: string): number | undefined => {
+  const v = w.counters[k];
+  return v !== undefined && Number.isFinite(v) && v >= 0 ? v : undefined;
+};
+
+/**
+ * c_sw from the fentry path: a poll pass that slept spent wall time = on-CPU overhead + off-CPU +
+ * spin, so (Σ iopoll − Σ offcpu − Σ spin) / sleeps is the on-CPU cost per sleep. It also holds the
+ * pass's own bookkeeping, so it errs high. Needs all three histograms and at least one sleep.
+ */
+function switchCost(w: DeviceWindow, sleeps: number, fallback: number): { ns: number; source: 'measured' | 'default' } {
+  const { iopoll, offcpu, spin } = w.hists;
+  if (sleeps > 0 && iopoll && offcpu && spin && iopoll.count > 0 && offcpu.count > 0) {
+    const v = (iopoll.sumNs - offcpu.sumNs - spin.sumNs) / sleeps;
+    if (Number.isFinite(v) && v > 0) return { ns: v, source: 'measured' };
+  }
+  return { ns: fallback, source: 'default' };
+}
+
+/** The policy the kernel runs, from era and setting, checked against whether anything was seen sleeping. */
+export function detectPolicy(era: Era, ioPollDelay: number | undefined, slept: boolean, kernelEstimate: boolean): CurrentPolicy {
+  if (!slept) return settingPolicy(era, ioPollDelay) ?? 'classic';
+  if (kernelEstimate || era === 'iouring_hybrid') return 'iouring_half_min';
+  const blkmq = era === 'blkmq_hybrid' || era === 'blkmq_hybrid_sync_only' || era === 'blkmq_hybrid_dead' || era === 'unknown';
+  if (blkmq && ioPollDelay === 0) return 'blkmq_half_mean';
+  if (blkmq && ioPollDelay !== undefined && ioPollDelay > 0) return 'blkmq_fixed';
+  return 'unknown';
+}
+
+/**
+ * 4.10–5.15 with io_poll_delay ≥ 0: every polled I/O (sync HIPRI and io_uring) goes through the
+ * hybrid sleep, but the BPF side may not see legacy sleeps (docs/kernel.md §3.1, prototype README
+ * "Legacy kernels in the fallback"): trust the setting then. Later eras sleep only when measured.
+ */
+function settingPolicy(era: Era, ioPollDelay: number | undefined): 'blkmq_half_mean' | 'blkmq_fixed' | undefined {
+  if (era !== 'blkmq_hybrid' || ioPollDelay === undefined || ioPollDelay < 0) return undefined;
+  return ioPollDelay === 0 ? 'blkmq_half_mean' : 'blkmq_fixed';
+}
+
+const us = (ns: number) => `${(ns / 1000).toFixed(ns < 10_000 ? 1 : 0)} µs`;
+const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
+
+function recommend(t: Omit<ModelTarget, 'recommendation'>): string {
+  const { current, best } = t;
+  const budget = `${(t.latencyBudget * 100).toFixed(t.latencyBudget < 0.01 ? 1 : 0)}%`;
+  const name = current.policy === 'unknown' ? 'unknown policy' : current.policy;
+  const cur = current.sleptFraction > 0 ? `sleeps ${us(current.sleepNs)} (${name})` : 'polls without sleeping (classic)';
+  if (best.sleepNs === 0) {
+    if (current.sleptFraction === 0) return `${t.device}: classic polling is already best: no sleep saves CPU within the ${budget} latency budget`;
+    return `${t.device}: the kernel ${cur} but no sleep saves CPU within the ${budget} latency budget: use classic polling`;
+  }
+  const saveNs = current.outcome.cpuNs - best.cpuNs;
+  const cores = t.measured ? ` (${(saveNs * t.measured.iops / 1e9).toFixed(2)} cores at ${Math.round(t.measured.iops)} IOPS)` : '';
+  if (t.efficiency !== undefined && t.efficiency >= 1 - GOOD_ENOUGH && current.outcome.meetsBudget) {
+    return `${t.device}: the kernel ${cur}, efficiency ${pct(t.efficiency)} of the best static sleep (${us(best.sleepNs)}): nothing to tune`;
+  }
+  const over = current.outcome.meetsBudget ? '' : `; it now adds ${us(current.outcome.lateNs)} latency per I/O by oversleeping`;
+  return `${t.device}: the kernel ${cur}; a static sleep of ${us(best.sleepNs)} would save ${us(Math.max(0, saveNs))} CPU per I/O${cores} within the ${budget} latency budget${over}`;
+}
+
+/** The analysis of one device over one window; undefined with too few device-time samples. */
+export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | undefined {
+  if (!(w.seconds > 0)) throw new Error(`window of ${w.seconds} s`);
+  const dt = deviceTime(w);
+  if (!dt || dt.samples < (opts.minSamples ?? MIN_SAMPLES)) return undefined;
+
+  const sleepReq = w.hists.sleep_req;
+  const sleeps = counter(w, 'sleeps') ?? sleepReq?.count ?? 0;
+  const polledIos = counter(w, 'polled_ios');
+  const wakeDist = w.hists.wake_ovh && w.hists.wake_ovh.count > 0 ? distFromHist(w.hists.wake_ovh) : undefined;
+  const fO = wakeDist ?? atom(opts.defaultWakeOverheadNs ?? DEFAULT_WAKE_OVERHEAD_NS);
+  const csw = switchCost(w, sleeps, opts.defaultSwitchCostNs ?? DEFAULT_SWITCH_COST_NS);
+  const fixedSleepNs = w.ioPollDelay !== undefined && w.ioPollDelay > 0 ? w.ioPollDelay * 1000 : undefined;
+  const m = new CostModel(dt.dist, fO, {
+    switchCostNs: csw.ns,
+    latencyBudget: opts.latencyBudget,
+    ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}),
+  });
+  const policies = evaluatePolicies(m);
+  const best = policies.find((p) => p.policy === 'best_static')!;
+  const oracle = policies.find((p) => p.policy === 'oracle')!;
+
+  // The current state, as measured: which I/Os slept and for how long. The kernel's own estimate
+  // (ctx->hybrid_poll_time/2, aux0/aux1 of sleep_req on the fentry path) is exact; the histogram of
+  // hrtimer expiries reads a little low (prototype README).
+  const kernelEstimate = sleepReq !== undefined && sleepReq.aux1 > 0;
+  const sleepDist: Dist | undefined = kernelEstimate
+    ? atom(sleepReq.aux0 / sleepReq.aux1)
+    : sleepReq && sleepReq.count > 0
+      ? distFromHist(sleepReq)
+      : undefined;
+  const slept = sleeps > 0 && sleepDist !== undefined;
+  const policy = detectPolicy(w.era, w.ioPollDelay, slept, kernelEstimate);
+  const settingSleep = !slept && policy !== 'classic' && policy !== 'unknown' && policy !== 'oracle' ? policySleep(policy, m) : undefined;
+  let current: CurrentState;
+  if (slept) {
+    const sleptFraction = polledIos ? Math.min(1, sleeps / polledIos) : 1;
+    const outcome = m.mixedOutcome(sleptFraction, sleepDist);
+    current = { policy, sleepNs: outcome.sleepNs, sleptFraction, sleepSource: kernelEstimate ? 'kernel_estimate' : 'sleep_req', outcome };
+  } else if (settingSleep !== undefined && settingSleep > 0) {
+    current = { policy, sleepNs: settingSleep, sleptFraction: 1, sleepSource: 'setting', outcome: m.outcome(settingSleep) };
+  } else {
+    current = { policy: 'classic', sleepNs: 0, sleptFraction: 0, sleepSource: 'none', outcome: m.outcome(0) };
+  }
+
+  const gain = m.meanD - best.cpuNs;
+  const efficiency = gain > 1e-9 * m.meanD ? (m.meanD - current.outcome.cpuNs) / gain : undefined;
+
+  let measured: Measured | undefined;
+  const spinNs = counter(w, 'spin_ns') ?? w.hists.spin?.sumNs;
+  if (polledIos && polledIos > 0 && spinNs !== undefined) {
+    const overslept = counter(w, 'overslept') ?? w.hists.found_slept?.count;
+    const spun = counter(w, 'spun') ?? w.hists.dev_spun?.count;
+    const judged = (overslept ?? 0) + (spun ?? 0);
+    measured = {
+      polledIos,
+      iops: polledIos / w.seconds,
+      spinPerIoNs: spinNs / polledIos,
+      cpuPerIoNs: (spinNs + sleeps * csw.ns) / polledIos,
+      ...(judged > 0 ? { oversleepRatio: (overslept ?? 0) / judged } : {}),
+    };
+  }
+
+  const partial: Omit<ModelTarget, 'recommendation'> = {
+    device: w.device,
+    dev: w.dev,
+    windowSeconds: w.seconds,
+    deviceTime: { ...summary(dt.dist), source: dt.source, samples: dt.samples, censored: dt.censored, masses: dt.masses },
+    wakeOverhead: { ...summary(fO), source: wakeDist ? 'measured' : 'default' },
+    switchCostNs: csw.ns,
+    switchCostSource: csw.source,
+    latencyBudget: opts.latencyBudget,
+    current,
+    policies,
+    best,
+    oracle,
+    ...(efficiency !== undefined ? { efficiency } : {}),
+    ...(measured
+      ? {
+          measured,
+          wastedCpuCores: ((measured.cpuPerIoNs - best.cpuNs) * measured.iops) / 1e9,
+          ...(measured.cpuPerIoNs > 0 ? { modelCpuErrorRatio: current.outcome.cpuNs / measured.cpuPerIoNs - 1 } : {}),
+        }
+      : {}),
+  };
+  return { ...partial, recommendation: recommend(partial) };
+}
+
+/** Device name and io_poll_delay for a BPF device, from the BPF series or the sysfs reading. */
+export function deviceContext(inputs: SnapshotInputs, dev: string, bpfName?: string): { device: string; ioPollDelay?: number } {
+  const host = inputs.host?.devices.find((d) => (bpfName ? d.device === bpfName : false) || d.devNum === dev);
+  const device = bpfName ?? host?.device ?? dev;
+  return { device, ...(host?.ioPollDelay !== undefined ? { ioPollDelay: host.ioPollDelay } : {}) };
+}
+
+/**
+ * Every device between two snapshots (e.g. `report --duration D`): deltas from..to with resets
+ * absorbed, analysed. Devices missing from `from` are measured from zero (they appeared in between).
+ */
+export function analysePair(from: SnapshotInputs, to: SnapshotInputs, opts: AnalyseOptions): ModelTarget[] {
+  if (!from.bpf || !to.bpf) return [];
+  const acc = new Accumulator();
+  const base = acc.update(from.bpf);
+  const head = acc.update(to.bpf);
+  const seconds = secondsBetween(from, to);
+  if (!(seconds > 0)) return [];
+  const era = to.host?.era.era ?? 'unknown';
+  const out: ModelTarget[] = [];
+  for (const [dev, cur] of head) {
+    const old = base.get(dev);
+    const d = old ? totalsDelta(old, cur) : { hists: cur.hists, counters: cur.counters };
+    const t = analyse({ dev, ...deviceContext(to, dev, cur.device), seconds, era, ...d }, opts);
+    if (t) out.push(t);
+  }
+  return out;
+}
+
+function secondsBetween(a: { takenAtMs: number; bpf?: BpfSnapshot }, b: { takenAtMs: number; bpf?: BpfSnapshot }): number {
+  if (a.bpf && b.bpf && b.bpf.takenAtNs > a.bpf.takenAtNs) return (b.bpf.takenAtNs - a.bpf.takenAtNs) / 1e9;
+  return (b.takenAtMs - a.takenAtMs) / 1000;
+}

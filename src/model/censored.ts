@@ -1,0 +1,73 @@
+// F_D, the device-time distribution, from exact and left-censored samples on the bucket grid.
+//
+// Under hybrid polling an I/O still pending after the sleep is timed exactly (`dev_spun`), one
+// already complete at wake-up only says D ≤ x (`found_slept`, x = issue → found). That is left
+// censoring: we observe max(D, C) and whether D > C, C being the wake-up time. The product-limit
+// (Kaplan–Meier) estimator runs on the reversed time axis, from the top bucket down:
+//   F(upper(i−1)) = F(upper(i)) · (1 − eᵢ / nᵢ),  nᵢ = samples (exact or censored) in buckets ≤ i,
+// so bucket i gets mass F(upper(i)) · eᵢ / nᵢ. A censored sample leaves the risk set below its own
+// bucket (it only says D ≤ x); in bucket i it still counts as at risk (D may lie in bucket i). Mass left below the lowest exact sample cannot be placed by the
+// data: it goes to the censored samples' own buckets (their upper bound), and is reported.
+import type { BucketHist } from '../bpf/types.js';
+import { NB } from './buckets.js';
+import type { DeviceTimeSource } from './types.js';
+
+export interface DeviceTimeEstimate {
+  /** probability per bucket index, ascending, Σ = 1 */
+  masses: [number, number][];
+  source: Exclude<DeviceTimeSource, 'rq_lat'>;
+  /** exact + censored samples */
+  samples: number;
+  censored: number;
+  /** probability mass the estimator could not place below the lowest exact sample (set at upper bounds) */
+  unresolved: number;
+}
+
+const dense = (h: BucketHist | undefined): Float64Array => {
+  const a = new Float64Array(NB);
+  for (const [i, c] of h?.buckets ?? []) if (Number.isInteger(i) && i >= 0 && i < NB && c > 0) a[i]! += c;
+  return a;
+};
+
+const normalised = (a: Float64Array): [number, number][] => {
+  const total = a.reduce((x, y) => x + y, 0);
+  const out: [number, number][] = [];
+  a.forEach((v, i) => {
+    if (v > 0) out.push([i, v / total]);
+  });
+  return out;
+};
+
+/** undefined when there is no sample at all. */
+export function estimateDeviceTime(exact: BucketHist | undefined, censored: BucketHist | undefined): DeviceTimeEstimate | undefined {
+  const e = dense(exact);
+  const c = dense(censored);
+  const ne = e.reduce((x, y) => x + y, 0);
+  const nc = c.reduce((x, y) => x + y, 0);
+  const samples = ne + nc;
+  if (samples === 0) return undefined;
+  if (nc === 0) return { masses: normalised(e), source: 'empirical', samples, censored: 0, unresolved: 0 };
+  if (ne === 0) return { masses: normalised(c), source: 'censored_only', samples, censored: nc, unresolved: 1 };
+
+  const mass = new Float64Array(NB);
+  let atRisk = samples;
+  let F = 1;
+  let lowestExact = NB;
+  for (let i = NB - 1; i >= 0; i--) {
+    // atRisk is the count in buckets ≤ i
+    if (e[i]! > 0) {
+      mass[i] = (F * e[i]!) / atRisk;
+      F *= 1 - e[i]! / atRisk;
+      lowestExact = i;
+    }
+    atRisk -= e[i]! + c[i]!;
+  }
+  const unresolved = F > 1e-12 ? F : 0;
+  if (unresolved > 0) {
+    // Censored samples at or below the lowest exact bucket carry the rest, at their upper bounds.
+    let below = 0;
+    for (let i = 0; i <= lowestExact; i++) below += c[i]!;
+    for (let i = 0; i <= lowestExact; i++) if (c[i]! > 0) mass[i]! += (unresolved * c[i]!) / below;
+  }
+  return { masses: normalised(mass), source: 'censored_km', samples, censored: nc, unresolved };
+}

@@ -1,0 +1,77 @@
+// Operations on sparse cumulative histograms (BucketHist: [index, count] pairs on the grid of
+// buckets.ts) and on counters: deltas between two readings with reset detection, sums, and the
+// cumulative Prometheus `le` view.
+import type { BucketHist } from '../bpf/types.js';
+import { NB, upperNs } from './buckets.js';
+
+export const emptyHist = (): BucketHist => ({ buckets: [], count: 0, sumNs: 0, aux0: 0, aux1: 0 });
+
+const asMap = (h: BucketHist): Map<number, number> => {
+  const m = new Map<number, number>();
+  for (const [i, c] of h.buckets) m.set(i, (m.get(i) ?? 0) + c);
+  return m;
+};
+
+const fromMap = (m: Map<number, number>): [number, number][] =>
+  [...m.entries()].filter(([, c]) => c !== 0).sort((a, b) => a[0] - b[0]);
+
+/** True when `cur` cannot have grown from `prev`: a bucket, the count, a sum or an aux field went down. */
+export function histReset(prev: BucketHist, cur: BucketHist): boolean {
+  if (cur.count < prev.count || cur.sumNs < prev.sumNs || cur.aux0 < prev.aux0 || cur.aux1 < prev.aux1) return true;
+  const c = asMap(cur);
+  return prev.buckets.some(([i, n]) => (c.get(i) ?? 0) < n);
+}
+
+/** cur − prev, bucket by bucket (caller checked there was no reset). */
+export function histDelta(prev: BucketHist, cur: BucketHist): BucketHist {
+  const m = asMap(cur);
+  for (const [i, n] of prev.buckets) m.set(i, (m.get(i) ?? 0) - n);
+  return {
+    buckets: fromMap(m),
+    count: cur.count - prev.count,
+    sumNs: cur.sumNs - prev.sumNs,
+    aux0: cur.aux0 - prev.aux0,
+    aux1: cur.aux1 - prev.aux1,
+  };
+}
+
+export function histSum(a: BucketHist, b: BucketHist): BucketHist {
+  const m = asMap(a);
+  for (const [i, n] of b.buckets) m.set(i, (m.get(i) ?? 0) + n);
+  return { buckets: fromMap(m), count: a.count + b.count, sumNs: a.sumNs + b.sumNs, aux0: a.aux0 + b.aux0, aux1: a.aux1 + b.aux1 };
+}
+
+/** What the series gained from prev to cur; after a reset everything in cur is new (as PromQL increase()). */
+export function histIncrease(prev: BucketHist | undefined, cur: BucketHist): BucketHist {
+  return !prev || histReset(prev, cur) ? cur : histDelta(prev, cur);
+}
+
+export function counterIncrease(prev: number | undefined, cur: number): number {
+  return prev === undefined || cur < prev ? cur : cur - prev;
+}
+
+/** Rejects malformed input with a clear message (indices off the grid, negative or non-finite counts). */
+export function checkHist(h: BucketHist, what: string): void {
+  for (const [i, c] of h.buckets) {
+    if (!Number.isInteger(i) || i < 0 || i >= NB) throw new Error(`${what}: bucket index ${i} is not on the grid 0..${NB - 1}`);
+    if (!Number.isFinite(c) || c < 0) throw new Error(`${what}: bucket ${i} has count ${c}`);
+  }
+  for (const k of ['count', 'sumNs', 'aux0', 'aux1'] as const) {
+    if (!Number.isFinite(h[k]) || h[k] < 0) throw new Error(`${what}: ${k} is ${h[k]}`);
+  }
+}
+
+/** Cumulative counts at every bound: Prometheus `le` semantics, bucket i holds (upper(i−1), upper(i)]. */
+export function cumulativeLe(h: BucketHist): { leNs: number; count: number }[] {
+  const sorted = [...h.buckets].sort((a, b) => a[0] - b[0]);
+  let acc = 0;
+  return sorted.map(([i, c]) => {
+    acc += c;
+    return { leNs: upperNs(i), count: acc };
+  });
+}
+
+/** Number of samples ≤ x ns (exact when x is a bound of the grid). */
+export function countLe(h: BucketHist, x: number): number {
+  return h.buckets.reduce((a, [i, c]) => (upperNs(i) <= x ? a + c : a), 0);
+}

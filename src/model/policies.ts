@@ -1,0 +1,225 @@
+// The QD1 cost model of design.md §5 and every policy evaluated on the same F_D, F_O and c_sw:
+//   spin(s)    = E[max(0, D − s − O)]  (s > 0);  spin(0) = E[D]
+//   cpu(s)     = spin(s) + c_sw·[s > 0]
+//   late(s)    = E[max(0, s + O − D)]
+//   latency(s) = E[max(D, s + O)] = E[D] + late(s)
+import { expectPositive, mean, restrictAbove, supportMin, totalMass, type Term } from './dist.js';
+import type { Dist, PolicyName, PolicyOutcome } from './types.js';
+
+export interface ModelParams {
+  /** c_sw: on-CPU cost of one sleep/wake pair, ns */
+  switchCostNs: number;
+  /** best_static: allowed late(s) as a fraction of E[D] */
+  latencyBudget: number;
+  /** blkmq_fixed: io_poll_delay in ns; without it the policy is left out of the table */
+  fixedSleepNs?: number;
+}
+
+/** Outcome fields without the policy name (the current, measured state uses this too). */
+export type Outcome = Omit<PolicyOutcome, 'policy'>;
+
+export class CostModel {
+  readonly meanD: number;
+  readonly meanO: number;
+  readonly minD: number;
+  readonly minO: number;
+  /** the latency budget in ns: budget · E[D] */
+  readonly budgetNs: number;
+  private readonly dMinusO: Term[];
+
+  constructor(
+    readonly fD: Dist,
+    readonly fO: Dist,
+    readonly params: ModelParams,
+  ) {
+    if (!fD.pieces.length || !fO.pieces.length) throw new Error('CostModel: empty distribution');
+    this.meanD = mean(fD);
+    this.meanO = mean(fO);
+    this.minD = supportMin(fD);
+    this.minO = supportMin(fO);
+    this.budgetNs = params.latencyBudget * this.meanD;
+    this.dMinusO = [
+      { dist: fD, sign: 1 },
+      { dist: fO, sign: -1 },
+    ];
+  }
+
+  spin(s: number): number {
+    return s > 0 ? expectPositive(this.dMinusO, -s, 1) : this.meanD;
+  }
+
+  cpu(s: number): number {
+    return this.spin(s) + (s > 0 ? this.params.switchCostNs : 0);
+  }
+
+  late(s: number): number {
+    // E[(s + O − D)⁺] = E[(D − O − s)⁺] − (E[D] − E[O] − s): one expectation serves both.
+    if (!(s > 0)) return 0;
+    return Math.max(0, this.spin(s) - (this.meanD - this.meanO - s));
+  }
+
+  latency(s: number): number {
+    return this.meanD + this.late(s);
+  }
+
+  /** P(D ≤ s + O): the I/O is already complete at wake-up. */
+  oversleepProbability(s: number): number {
+    return s > 0 ? 1 - expectPositive(this.dMinusO, -s, 0) : 0;
+  }
+
+  outcome(s: number): Outcome {
+    const spinNs = this.spin(s);
+    const cpuNs = spinNs + (s > 0 ? this.params.switchCostNs : 0);
+    const lateNs = this.late(s);
+    const latencyNs = this.meanD + lateNs;
+    return {
+      sleepNs: s,
+      spinNs,
+      cpuNs,
+      lateNs,
+      latencyNs,
+      cpuShare: cpuNs / latencyNs,
+      oversleepProbability: this.oversleepProbability(s),
+      meetsBudget: lateNs <= this.budgetNs * (1 + 1e-9),
+    };
+  }
+
+  /**
+   * The model at a random sleep: with probability `slept` the I/O sleeps S ~ fS, otherwise it is
+   * polled classically. This is how the measured current state is evaluated.
+   */
+  mixedOutcome(slept: number, fS: Dist): Outcome {
+    if (!(slept > 0) || !fS.pieces.length) return this.outcome(0);
+    const terms: Term[] = [...this.dMinusO, { dist: fS, sign: -1 }];
+    const spinSlept = expectPositive(terms, 0, 1);
+    const meanS = mean(fS);
+    const lateSlept = Math.max(0, spinSlept - (this.meanD - this.meanO - meanS));
+    const spinNs = (1 - slept) * this.meanD + slept * spinSlept;
+    const cpuNs = spinNs + slept * this.params.switchCostNs;
+    const lateNs = slept * lateSlept;
+    const latencyNs = this.meanD + lateNs;
+    return {
+      sleepNs: meanS,
+      spinNs,
+      cpuNs,
+      lateNs,
+      latencyNs,
+      cpuShare: cpuNs / latencyNs,
+      oversleepProbability: slept * (1 - expectPositive(terms, 0, 0)),
+      meetsBudget: lateNs <= this.budgetNs * (1 + 1e-9),
+    };
+  }
+}
+
+/** Bisection on a monotone predicate over [lo, hi]: the boundary where pred turns false. */
+function boundary(lo: number, hi: number, pred: (s: number) => boolean): number {
+  for (let k = 0; k < 200 && hi - lo > 1e-9 * Math.max(1, hi); k++) {
+    const mid = (lo + hi) / 2;
+    if (pred(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * best_static: argmin cpu(s) subject to late(s) ≤ budget·E[D]. spin is non-increasing and late
+ * non-decreasing in s, so the cheapest feasible positive sleep is the largest feasible one; of the
+ * sleeps with that same cpu the smallest is taken (least added latency). Classic (s = 0) wins when
+ * sleeping cannot beat E[D] or no positive sleep meets the budget.
+ */
+export function bestStaticSleep(m: CostModel): number {
+  const feasible = (s: number) => m.late(s) <= m.budgetNs;
+  // late(s) ≥ s + E[O] − E[D], so beyond E[D] − E[O] + budget + 1 nothing is feasible.
+  const hi = Math.max(1, m.meanD - m.meanO + m.budgetNs + 1);
+  const tiny = 1e-9 * Math.max(1, m.meanD);
+  if (!feasible(tiny)) return 0;
+  const sMax = boundary(tiny, hi, feasible);
+  const floor = m.spin(sMax);
+  const sBest = boundary(0, sMax, (s) => s === 0 || m.spin(s) > floor + tiny);
+  const s = Math.min(sMax, sBest + tiny);
+  return m.cpu(s) < m.meanD ? s : 0;
+}
+
+/**
+ * iouring_half_min (6.13+): sleep = ½ the ring's running minimum of (issue → end of poll − sleep).
+ * A poll after sleep s ends at max(D, s + O), so a sample is max(D − s, O). The first I/O does not
+ * sleep (sample ≈ E[D]); every later I/O can only lower the minimum. Following the path on which
+ * each further I/O has the minimum device time and wake overhead gives m ← max(min D − m/2, min O)
+ * while that lowers m; it stops after a few steps (e.g. m = D/2 and s = D/4 for a constant D).
+ */
+export function iouringHalfMinSleep(m: CostModel): number {
+  let est = m.meanD;
+  for (let k = 0; k < 64; k++) {
+    const next = Math.max(m.minD - est / 2, m.minO);
+    if (!(next < est)) break;
+    est = next;
+  }
+  return Math.max(0, est / 2);
+}
+
+/**
+ * oracle: per I/O, knowing D and O, sleep s = D − O (spin 0, pay c_sw) or do not sleep (pay D),
+ * whichever is cheaper: cpu = E[min(D, c_sw)]. When D ≤ O a sleep is late by O − D. A floor in cpu
+ * for every static policy, not bound by the latency budget.
+ */
+function oracleOutcome(m: CostModel): Outcome {
+  const c = m.params.switchCostNs;
+  const dSleeps = restrictAbove(m.fD, c); // the I/Os the oracle sleeps for
+  const pSleeps = totalMass(dSleeps);
+  const excessOverC = expectPositive([{ dist: m.fD, sign: 1 }], -c, 1);
+  const cpuNs = m.meanD - excessOverC; // E[min(D, c)]
+  const sleepNs = expectPositive([{ dist: dSleeps, sign: 1 }, { dist: m.fO, sign: -1 }], 0, 1);
+  const lateNs = expectPositive([{ dist: m.fO, sign: 1 }, { dist: dSleeps, sign: -1 }], 0, 1);
+  const latencyNs = m.meanD + lateNs;
+  return {
+    sleepNs,
+    spinNs: cpuNs - pSleeps * c,
+    cpuNs,
+    lateNs,
+    latencyNs,
+    cpuShare: cpuNs / latencyNs,
+    oversleepProbability: pSleeps - expectPositive([{ dist: dSleeps, sign: 1 }, { dist: m.fO, sign: -1 }], 0, 0),
+    meetsBudget: lateNs <= m.budgetNs * (1 + 1e-9),
+  };
+}
+
+/** The sleep each static policy picks on this data; undefined for blkmq_fixed without a setting. */
+export function policySleep(policy: Exclude<PolicyName, 'oracle'>, m: CostModel): number | undefined {
+  switch (policy) {
+    case 'classic':
+      return 0;
+    case 'blkmq_half_mean':
+      return m.meanD / 2;
+    case 'blkmq_fixed':
+      return m.params.fixedSleepNs;
+    case 'three_quarter_mean':
+      return (3 * m.meanD) / 4;
+    case 'min_minus_wake':
+      return Math.max(0, m.minD - m.meanO);
+    case 'iouring_half_min':
+      return iouringHalfMinSleep(m);
+    case 'best_static':
+      return bestStaticSleep(m);
+  }
+}
+
+const STATIC: Exclude<PolicyName, 'oracle'>[] = [
+  'classic',
+  'blkmq_half_mean',
+  'blkmq_fixed',
+  'three_quarter_mean',
+  'min_minus_wake',
+  'iouring_half_min',
+  'best_static',
+];
+
+/** The what-if table: every policy that can be evaluated, in POLICIES order. */
+export function evaluatePolicies(m: CostModel): PolicyOutcome[] {
+  const rows: PolicyOutcome[] = [];
+  for (const policy of STATIC) {
+    const s = policySleep(policy, m);
+    if (s !== undefined) rows.push({ policy, ...m.outcome(s) });
+  }
+  rows.push({ policy: 'oracle', ...oracleOutcome(m) });
+  return rows;
+}

@@ -1,0 +1,155 @@
+// The sliding window: BPF histograms and counters are cumulative (since the loader started), the
+// model wants what happened in the last N seconds. Two steps:
+//  - Accumulator turns raw readings into reset-absorbing totals per device (a loader restart or a
+//    replay loop resets the raw series; the increase then counts from zero, as PromQL increase()).
+//    Devices absent from a reading are dropped; one that comes back starts a new epoch.
+//  - SlidingWindow keeps those totals by time, bounded by the window (and an entry cap), and
+//    diffs the latest entry against the oldest one within the window that has the same epoch.
+import type { BpfSnapshot, BucketHist, HistKind } from '../bpf/types.js';
+import { counterIncrease, emptyHist, histIncrease, histSum, histDelta, checkHist } from './hist.js';
+
+export interface DeviceTotals {
+  dev: string;
+  device?: string;
+  /** increments each time the device (re)appears; deltas never cross epochs */
+  epoch: number;
+  hists: Partial<Record<HistKind, BucketHist>>;
+  counters: Record<string, number>;
+}
+
+interface RawDevice {
+  hists: Partial<Record<HistKind, BucketHist>>;
+  counters: Record<string, number>;
+}
+
+export class Accumulator {
+  private raw = new Map<string, RawDevice>();
+  private totals = new Map<string, DeviceTotals>();
+  private epochs = 0;
+
+  /** Feed one BPF reading; returns the totals of every device in it. Throws on malformed histograms. */
+  update(bpf: BpfSnapshot): Map<string, DeviceTotals> {
+    const raw = new Map<string, RawDevice>();
+    for (const d of bpf.devices) {
+      for (const [k, h] of Object.entries(d.hists)) if (h) checkHist(h, `device ${d.dev} histogram ${k}`);
+      raw.set(d.dev, { hists: d.hists, counters: bpf.deviceCounters[d.dev] ?? {} });
+    }
+    for (const [dev, counters] of Object.entries(bpf.deviceCounters)) if (!raw.has(dev)) raw.set(dev, { hists: {}, counters });
+
+    const next = new Map<string, DeviceTotals>();
+    for (const [dev, cur] of raw) {
+      const prevRaw = this.raw.get(dev);
+      const prev = this.totals.get(dev);
+      const hists: Partial<Record<HistKind, BucketHist>> = { ...prev?.hists };
+      for (const [k, h] of Object.entries(cur.hists) as [HistKind, BucketHist][]) {
+        hists[k] = histSum(hists[k] ?? emptyHist(), histIncrease(prevRaw?.hists[k], h));
+      }
+      const counters: Record<string, number> = { ...prev?.counters };
+      for (const [k, v] of Object.entries(cur.counters)) {
+        if (Number.isFinite(v) && v >= 0) counters[k] = (counters[k] ?? 0) + counterIncrease(prevRaw?.counters[k], v);
+      }
+      const name = bpf.devices.find((d) => d.dev === dev)?.device ?? prev?.device;
+      next.set(dev, { dev, ...(name ? { device: name } : {}), epoch: prev?.epoch ?? ++this.epochs, hists, counters });
+    }
+    this.raw = raw;
+    this.totals = next;
+    return next;
+  }
+}
+
+export interface WindowEntry {
+  /** wall clock of the snapshot, ms */
+  tMs: number;
+  /** monotonic clock of the BPF reading, ns, when there was one */
+  monoNs?: number;
+  devices: Map<string, DeviceTotals>;
+}
+
+export interface Delta {
+  seconds: number;
+  hists: Partial<Record<HistKind, BucketHist>>;
+  counters: Record<string, number>;
+}
+
+/** totals b − a of one device (same epoch, a earlier). */
+export function totalsDelta(a: DeviceTotals | undefined, b: DeviceTotals): Omit<Delta, 'seconds'> {
+  const hists: Partial<Record<HistKind, BucketHist>> = {};
+  for (const [k, h] of Object.entries(b.hists) as [HistKind, BucketHist][]) {
+    const base = a?.hists[k];
+    hists[k] = base ? histDelta(base, h) : h;
+  }
+  const counters: Record<string, number> = {};
+  for (const [k, v] of Object.entries(b.counters)) counters[k] = v - (a?.counters[k] ?? 0);
+  return { hists, counters };
+}
+
+function seconds(a: WindowEntry, b: WindowEntry): number {
+  if (a.monoNs !== undefined && b.monoNs !== undefined && b.monoNs > a.monoNs) return (b.monoNs - a.monoNs) / 1e9;
+  return (b.tMs - a.tMs) / 1000;
+}
+
+/** Slack on the window edge, so that scrape jitter does not drop the entry exactly one window old. */
+const EDGE_SLACK = 0.02;
+
+export class SlidingWindow {
+  private entries: WindowEntry[] = [];
+
+  constructor(
+    readonly windowSeconds: number,
+    private readonly maxEntries = 4096,
+  ) {
+    if (!(windowSeconds > 0)) throw new Error('window must be > 0 s');
+  }
+
+  get size(): number {
+    return this.entries.length;
+  }
+
+  /** Append; a clock that went backwards (replay loop, clock step) starts the window afresh. */
+  push(e: WindowEntry): void {
+    const last = this.entries[this.entries.length - 1];
+    if (last && e.tMs < last.tMs) this.entries = [];
+    this.entries.push(e);
+    const edge = e.tMs - this.windowSeconds * 1000 * (1 + EDGE_SLACK);
+    const firstKept = this.entries.findIndex((x) => x.tMs >= edge);
+    this.entries = this.entries.slice(Math.max(firstKept, this.entries.length - this.maxEntries));
+  }
+
+  latest(): WindowEntry | undefined {
+    return this.entries[this.entries.length - 1];
+  }
+
+  /** The entry before the latest (for per-interval increments), if any. */
+  previous(): WindowEntry | undefined {
+    return this.entries[this.entries.length - 2];
+  }
+
+  /** Span the window covers now, s (0 with fewer than two entries). */
+  span(): number {
+    const a = this.entries[0];
+    const b = this.latest();
+    return a && b && a !== b ? seconds(a, b) : 0;
+  }
+
+  /** Latest minus the oldest entry of the same device epoch; undefined without two such entries. */
+  delta(dev: string): Delta | undefined {
+    const b = this.latest();
+    const cur = b?.devices.get(dev);
+    if (!b || !cur) return undefined;
+    const a = this.entries.find((x) => x.devices.get(dev)?.epoch === cur.epoch);
+    if (!a || a === b) return undefined;
+    const s = seconds(a, b);
+    return s > 0 ? { seconds: s, ...totalsDelta(a.devices.get(dev), cur) } : undefined;
+  }
+
+  /** Latest minus previous entry of one device (same epoch), for integrating counters. */
+  lastInterval(dev: string): Delta | undefined {
+    const a = this.previous();
+    const b = this.latest();
+    const cur = b?.devices.get(dev);
+    const old = a?.devices.get(dev);
+    if (!a || !b || !cur || !old || old.epoch !== cur.epoch) return undefined;
+    const s = seconds(a, b);
+    return s > 0 ? { seconds: s, ...totalsDelta(old, cur) } : undefined;
+  }
+}
