@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { upperNs } from '../../src/model/buckets.js';
-import { SYNTHETIC_RECORDING } from '../../src/record/generateSynthetic.js';
+import { SYNTHETIC_RECORDING } from '../../src/record/shipped.js';
 import { readRecording } from '../../src/record/reader.js';
 import { SYNTHETIC_DEFAULTS, syntheticFrames, syntheticRecordingText } from '../../src/record/synthetic.js';
 import type { SnapshotInputs } from '../../src/snapshot/types.js';

@@ -1,0 +1,131 @@
+// `hybridpoll-exporter replay [FILE]`: serves /metrics, / and /healthz from a recording as if it
+// were live, through the same snapshot engine, model stage and HTTP app as `serve`.
+import { Command, Option } from 'commander';
+import type { Express } from 'express';
+import { createApp } from '../http/server.js';
+import { createLogger, LOG_LEVELS, type Logger, type LogLevel } from '../log.js';
+import { processRegistry } from '../metrics/render.js';
+import { EfficiencyModel } from '../model/index.js';
+import type { RecordingHeader } from '../record/format.js';
+import { SYNTHETIC_RECORDING } from '../record/shipped.js';
+import { openRecording } from '../record/reader.js';
+import { replayReader, type ReplayReader } from '../record/replay.js';
+import { SnapshotEngine } from '../snapshot/engine.js';
+import { durationArg, parsed, positiveNumber } from './common.js';
+import { DEFAULT_LISTEN, parseListenAddress, type ListenAddress } from './serve.js';
+
+export interface ReplayAppOptions {
+  file: string;
+  loop: boolean;
+  speed: number;
+  windowSeconds: number;
+  latencyBudget: number;
+  log: Logger;
+  metricsPath?: string;
+  /** wall clock, ms; injectable for tests */
+  now?: () => number;
+  withProcessMetrics?: boolean;
+}
+
+export interface RecordingSummary {
+  header: RecordingHeader;
+  frames: number;
+  firstMs: number;
+  lastMs: number;
+}
+
+/** Reads the whole recording once, validating every line, so a bad file fails before serving. */
+export async function summarise(file: string): Promise<RecordingSummary> {
+  const r = await openRecording(file);
+  let frames = 0;
+  let firstMs = NaN;
+  let lastMs = NaN;
+  for await (const f of r.frames) {
+    if (frames === 0) firstMs = f.takenAtMs;
+    lastMs = f.takenAtMs;
+    frames += 1;
+  }
+  if (frames === 0) throw new Error(`${file}: the recording has a header but no frames`);
+  return { header: r.header, frames, firstMs, lastMs };
+}
+
+export async function replayApp(o: ReplayAppOptions): Promise<{ app: Express; engine: SnapshotEngine; reader: ReplayReader; summary: RecordingSummary }> {
+  const summary = await summarise(o.file);
+  const reader = replayReader({
+    open: async () => (await openRecording(o.file)).frames,
+    loop: o.loop,
+    speed: o.speed,
+    ...(o.now ? { now: o.now } : {}),
+    onPass: (e) =>
+      e.kind === 'ended'
+        ? o.log.info('recording ended; serving its last frame from now on', { file: o.file })
+        : o.log.debug('replay looped', { file: o.file, pass: e.pass }),
+  });
+  const engine = new SnapshotEngine(reader, new EfficiencyModel({ windowSeconds: o.windowSeconds, latencyBudget: o.latencyBudget }));
+  const app = createApp({
+    engine,
+    log: o.log,
+    ...(o.withProcessMetrics ? { processMetrics: processRegistry() } : {}),
+    ...(o.metricsPath ? { metricsPath: o.metricsPath } : {}),
+  });
+  return { app, engine, reader, summary };
+}
+
+export function replayCommand(): Command {
+  const cmd = new Command('replay')
+    .description('serve /metrics from a recording as if it were live (default: the shipped synthetic recording)')
+    .argument('[file]', 'recording made by `record` (JSON lines)', SYNTHETIC_RECORDING)
+    .addOption(new Option('--loop', 'start over at the end, with counters continuing upwards (default)'))
+    .addOption(new Option('--once', 'play the recording once, then keep serving its last frame').conflicts('loop'))
+    .addOption(parsed('--speed <factor>', 'recording seconds per wall-clock second', positiveNumber, '1'))
+    .addOption(parsed('--web.listen-address <[host]:port>', 'address to listen on; the default listens on all interfaces', parseListenAddress, DEFAULT_LISTEN))
+    .option('--web.telemetry-path <path>', 'path under which to expose metrics', '/metrics')
+    .addOption(parsed('--model.window <duration>', 'sliding window the efficiency model computes over', durationArg, '60s'))
+    .addOption(parsed('--model.latency-budget <ratio>', 'added latency allowed for best_static, as a fraction of the mean device time', positiveNumber, '0.01'))
+    .addOption(new Option('--log.level <level>', 'least severe log level to print').choices([...LOG_LEVELS]).default('info'));
+  cmd.action(async (file: string, raw: Record<string, unknown>) => {
+    const log = createLogger(raw['log.level'] as LogLevel);
+    const loop = raw['once'] !== true;
+    const speed = raw['speed'] as number;
+    // A missing or malformed recording ends the command here, with the line that is wrong.
+    const built = await replayApp({
+      file,
+      loop,
+      speed,
+      windowSeconds: raw['model.window'] as number,
+      latencyBudget: raw['model.latencyBudget'] as number,
+      log,
+      metricsPath: raw['web.telemetryPath'] as string,
+      withProcessMetrics: true,
+    }).catch((e: unknown) => cmd.error(`error: ${e instanceof Error ? e.message : String(e)}`));
+    const { app, summary } = built;
+    const addr = raw['web.listenAddress'] as ListenAddress;
+    const server = addr.host ? app.listen(addr.port, addr.host) : app.listen(addr.port);
+    server.on('listening', () => {
+      const a = server.address();
+      log.info('replaying', {
+        address: typeof a === 'object' && a ? `${a.address}:${a.port}` : String(a),
+        file,
+        source: summary.header.source,
+        recorded_on: summary.header.host,
+        created: summary.header.created,
+        frames: summary.frames,
+        seconds: (summary.lastMs - summary.firstMs) / 1000,
+        speed,
+        mode: loop ? 'loop' : 'once',
+      });
+    });
+    server.on('error', (e) => {
+      log.error('cannot listen', { address: `${addr.host}:${addr.port}`, err: e.message });
+      process.exit(1);
+    });
+    const stop = (signal: string) => {
+      log.info('shutting down', { signal });
+      server.close();
+      process.exit(0);
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+  return cmd;
+}
