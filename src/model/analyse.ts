@@ -3,7 +3,7 @@
 import type { BpfSnapshot } from '../bpf/types.js';
 import type { SnapshotInputs } from '../snapshot/types.js';
 import type { Era } from '../sources/types.js';
-import { atom, distFromHist, distFromMasses, summary } from './dist.js';
+import { atom, calibratedDist, distFromMasses, scaledToMean, summary } from './dist.js';
 import { estimateDeviceTime } from './censored.js';
 import { CostModel, evaluatePolicies, policySleep } from './policies.js';
 import type { AnalyseOptions, CurrentPolicy, CurrentState, DeviceTimeSource, DeviceWindow, Dist, Measured, ModelTarget } from './types.js';
@@ -28,13 +28,16 @@ interface DeviceTime {
 
 function deviceTime(w: DeviceWindow): DeviceTime | undefined {
   const est = estimateDeviceTime(w.hists.dev_spun, w.hists.found_slept);
+  const spun = w.hists.dev_spun;
   if (est) {
-    const dist = distFromMasses(est.masses);
+    const shape = distFromMasses(est.masses);
+    // Without censoring the exact mean is known (sum/count of dev_spun); with it, it is not.
+    const dist = shape && est.source === 'empirical' && spun ? scaledToMean(shape, spun.sumNs / spun.count) : shape;
     if (dist) return { dist, source: est.source, samples: est.samples, censored: est.censored, masses: est.masses };
   }
   // No hybrid sleeps (classic polling): issue → reaped is the device time to within one poll loop.
   const rq = w.hists.rq_lat;
-  const dist = distFromHist(rq);
+  const dist = calibratedDist(rq);
   if (!rq || !dist) return undefined;
   const total = rq.buckets.reduce((a, [, c]) => a + c, 0);
   return {
@@ -115,7 +118,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
   const sleepReq = w.hists.sleep_req;
   const sleeps = counter(w, 'sleeps') ?? sleepReq?.count ?? 0;
   const polledIos = counter(w, 'polled_ios');
-  const wakeDist = w.hists.wake_ovh && w.hists.wake_ovh.count > 0 ? distFromHist(w.hists.wake_ovh) : undefined;
+  const wakeDist = w.hists.wake_ovh && w.hists.wake_ovh.count > 0 ? calibratedDist(w.hists.wake_ovh) : undefined;
   const fO = wakeDist ?? atom(opts.defaultWakeOverheadNs ?? DEFAULT_WAKE_OVERHEAD_NS);
   const csw = switchCost(w, sleeps, opts.defaultSwitchCostNs ?? DEFAULT_SWITCH_COST_NS);
   const fixedSleepNs = w.ioPollDelay !== undefined && w.ioPollDelay > 0 ? w.ioPollDelay * 1000 : undefined;
@@ -135,7 +138,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
   const sleepDist: Dist | undefined = kernelEstimate
     ? atom(sleepReq.aux0 / sleepReq.aux1)
     : sleepReq && sleepReq.count > 0
-      ? distFromHist(sleepReq)
+      ? calibratedDist(sleepReq)
       : undefined;
   const slept = sleeps > 0 && sleepDist !== undefined;
   const policy = detectPolicy(w.era, w.ioPollDelay, slept, kernelEstimate);

@@ -1,0 +1,194 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { BpfSnapshot } from '../../src/bpf/types.js';
+import { analyse, analysePair, DEFAULT_SWITCH_COST_NS, detectPolicy } from '../../src/model/analyse.js';
+import type { DeviceWindow, ModelTarget } from '../../src/model/types.js';
+import type { SnapshotInputs } from '../../src/snapshot/types.js';
+import { histOf, normal, prng, simulatePoller, type PollerSim } from './helpers.js';
+
+const OPTS = { latencyBudget: 0.01 };
+
+function windowOf(sim: PollerSim, extra: Partial<DeviceWindow> = {}): DeviceWindow {
+  const { hists, counters } = simulatePoller(sim);
+  return { dev: '259:0', device: 'nvme0n1', seconds: 10, hists, counters, era: 'iouring_hybrid', ...extra };
+}
+
+const tight = (seed: number) => {
+  const r = prng(seed);
+  return { D: () => normal(r, 10_000, 300), O: () => normal(r, 1000, 100) };
+};
+
+describe('analyse: the seed-001 anchor through the whole pipeline', () => {
+  it('reports ≈55% CPU for ½ mean and ≈30% for ¾ mean from bucketed data', () => {
+    // The kernel sleeps ½ mean; the model sees only what BPF reports, on the 4-per-octave grid.
+    const t = analyse(windowOf({ n: 50_000, ...tight(1), sleepNs: 5000, cswNs: 1500 }, { era: 'blkmq_hybrid', ioPollDelay: 0 }), OPTS)!;
+    const share = (p: string) => t.policies.find((r) => r.policy === p)!.cpuShare;
+    // Stated tolerance: ±2 points. The grid's 20%-wide buckets around 10 µs shift E[D] by a few %.
+    expect(Math.abs(share('blkmq_half_mean') - 0.55)).toBeLessThan(0.02);
+    expect(Math.abs(share('three_quarter_mean') - 0.3)).toBeLessThan(0.02);
+    expect(share('classic')).toBe(1);
+    expect(t.switchCostSource).toBe('measured');
+    expect(t.switchCostNs).toBeCloseTo(1500, 6);
+    expect(t.current).toMatchObject({ policy: 'blkmq_half_mean', sleepNs: 5000, sleptFraction: 1, sleepSource: 'sleep_req' });
+  });
+});
+
+describe('analyse', () => {
+  it('checks itself: modelled cpu(current) matches the measured CPU per I/O', () => {
+    for (const sleepNs of [3000, 7000, 9000]) {
+      const t = analyse(windowOf({ n: 50_000, ...tight(2), sleepNs, cswNs: 1500, kernelEstimate: true }), OPTS)!;
+      expect(t.current.sleepSource).toBe('kernel_estimate');
+      expect(t.current.sleepNs).toBe(sleepNs);
+      // Within 2% of E[D] in ns: the model sees D uniform inside 20%-wide buckets. As a ratio of the
+      // measured CPU (small when the sleep is near D) that is up to ~10%.
+      const errNs = t.current.outcome.cpuNs - t.measured!.cpuPerIoNs;
+      expect(Math.abs(errNs), `s=${sleepNs}`).toBeLessThan(0.02 * t.deviceTime.meanNs);
+      expect(Math.abs(t.modelCpuErrorRatio!), `s=${sleepNs}`).toBeLessThan(0.12);
+      expect(t.measured!.iops).toBe(5000);
+    }
+  });
+
+  it('reports oversleep when the kernel sleeps past the device time', () => {
+    const t = analyse(windowOf({ n: 20_000, ...tight(3), sleepNs: 11_000, cswNs: 1500 }), OPTS)!;
+    expect(t.measured!.oversleepRatio).toBe(1);
+    // Every I/O is complete at wake-up, so no sample is exact: the estimate only knows D ≤ ~12 µs
+    // and takes the bounds (one 20%-wide bucket) as D. It under-states oversleep, never hides it.
+    expect(t.deviceTime.source).toBe('censored_only');
+    expect(t.current.outcome.oversleepProbability).toBeGreaterThan(0.7);
+    expect(t.current.outcome.lateNs).toBeGreaterThan(0);
+    expect(t.current.outcome.meetsBudget).toBe(false);
+    expect(t.recommendation).toMatch(/latency per I\/O by oversleeping/);
+  });
+
+  it('computes wasted CPU as (measured − best) × IOPS', () => {
+    const t = analyse(windowOf({ n: 50_000, ...tight(4), sleepNs: 0, cswNs: 1500 }, { era: 'no_hybrid' }), OPTS)!;
+    expect(t.current.policy).toBe('classic');
+    expect(t.deviceTime.source).toBe('rq_lat');
+    // classic: measured CPU per I/O = E[D] exactly (spin sum)
+    expect(t.measured!.cpuPerIoNs).toBeCloseTo(t.measured!.spinPerIoNs, 9);
+    expect(t.wastedCpuCores).toBeCloseTo(((t.measured!.cpuPerIoNs - t.best.cpuNs) * 5000) / 1e9, 12);
+    expect(t.wastedCpuCores!).toBeGreaterThan(0.03); // ≈ (10 − 1.5−) µs × 5000/s
+    expect(t.efficiency).toBe(0);
+    // without sleeps nothing measures c_sw or O: the documented defaults are used and said so
+    expect(t.switchCostSource).toBe('default');
+    expect(t.switchCostNs).toBe(DEFAULT_SWITCH_COST_NS);
+    expect(t.wakeOverhead.source).toBe('default');
+    expect(t.recommendation).toMatch(/^nvme0n1: the kernel polls without sleeping \(classic\); a static sleep of .* would save/);
+  });
+
+  it('says classic polling is best when sleeping cannot pay off', () => {
+    const r = prng(5);
+    const t = analyse(windowOf({ n: 5000, D: () => normal(r, 1200, 50), O: () => 500, sleepNs: 0, cswNs: 1500 }, { era: 'no_hybrid' }), OPTS)!;
+    expect(t.best.sleepNs).toBe(0);
+    expect(t.efficiency).toBeUndefined();
+    expect(t.recommendation).toMatch(/classic polling is already best/);
+  });
+
+  it('needs enough samples', () => {
+    expect(analyse(windowOf({ n: 5, ...tight(6), sleepNs: 0, cswNs: 1500 }), OPTS)).toBeUndefined();
+    expect(analyse(windowOf({ n: 5, ...tight(6), sleepNs: 0, cswNs: 1500 }), { ...OPTS, minSamples: 1 })).toBeDefined();
+  });
+
+  it('has η = 1 at the best static sleep and η = 0 for classic polling', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 3000, max: 80_000, noNaN: true }),
+        fc.double({ min: 0.01, max: 0.4, noNaN: true }),
+        fc.double({ min: 100, max: 3000, noNaN: true }),
+        fc.double({ min: 0.002, max: 0.1, noNaN: true }),
+        fc.integer({ min: 1, max: 1e6 }),
+        (meanD, cv, meanO, budget, seed) => {
+          const r = prng(seed);
+          const dSamples = Array.from({ length: 2000 }, () => Math.max(1, normal(r, meanD, cv * meanD)));
+          const oSamples = Array.from({ length: 500 }, () => Math.max(0, normal(r, meanO, 0.2 * meanO)));
+          const base: DeviceWindow = {
+            dev: '259:0',
+            device: 'nvme0n1',
+            seconds: 1,
+            era: 'iouring_hybrid',
+            hists: { dev_spun: histOf(dSamples), wake_ovh: histOf(oSamples) },
+            counters: { polled_ios: 2000 },
+          };
+          const classic = analyse(base, { latencyBudget: budget })!;
+          expect(classic.current.policy).toBe('classic');
+          const s = classic.best.sleepNs;
+          if (s === 0) {
+            expect(classic.efficiency).toBeUndefined();
+            return;
+          }
+          expect(classic.efficiency).toBe(0);
+          // the same data, the kernel now sleeping exactly s_best for every I/O
+          const atBest = analyse(
+            { ...base, hists: { ...base.hists, sleep_req: { ...histOf([s]), count: 2000, aux0: 2000 * s, aux1: 2000 } }, counters: { polled_ios: 2000, sleeps: 2000 } },
+            { latencyBudget: budget },
+          )!;
+          expect(atBest.current.sleepNs).toBeCloseTo(s, 6);
+          expect(atBest.efficiency).toBeCloseTo(1, 9);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+});
+
+describe('current policy detection', () => {
+  it('follows era, io_poll_delay and whether anything slept', () => {
+    expect(detectPolicy('iouring_hybrid', -1, true, true)).toBe('iouring_half_min');
+    expect(detectPolicy('iouring_hybrid', -1, false, false)).toBe('classic');
+    expect(detectPolicy('blkmq_hybrid', 0, true, false)).toBe('blkmq_half_mean');
+    expect(detectPolicy('blkmq_hybrid', 12, true, false)).toBe('blkmq_fixed');
+    // 4.10–5.15 with a hybrid setting but no sleep seen by BPF: the setting decides
+    expect(detectPolicy('blkmq_hybrid', 0, false, false)).toBe('blkmq_half_mean');
+    // 5.16–6.3: io_uring never sleeps, whatever the setting says
+    expect(detectPolicy('blkmq_hybrid_sync_only', 0, false, false)).toBe('classic');
+    expect(detectPolicy('blkmq_hybrid_sync_only', 0, true, false)).toBe('blkmq_half_mean');
+    expect(detectPolicy('no_hybrid', -1, true, false)).toBe('unknown');
+    expect(detectPolicy('unknown', -1, true, true)).toBe('iouring_half_min');
+  });
+
+  it('evaluates the setting’s sleep when BPF sees no legacy sleeps (4.10–5.15)', () => {
+    const t = analyse(windowOf({ n: 5000, ...tight(7), sleepNs: 0, cswNs: 1500 }, { era: 'blkmq_hybrid', ioPollDelay: 6 }), OPTS)!;
+    expect(t.current).toMatchObject({ policy: 'blkmq_fixed', sleepNs: 6000, sleepSource: 'setting', sleptFraction: 1 });
+    expect(t.policies.find((p) => p.policy === 'blkmq_fixed')!.sleepNs).toBe(6000);
+  });
+});
+
+describe('analysePair', () => {
+  const snap = (tS: number, k: number, dev = '259:0'): SnapshotInputs => {
+    const { hists, counters } = simulatePoller({ n: 1000 * k, ...tight(8), sleepNs: 5000, cswNs: 1500 });
+    const bpf: BpfSnapshot = {
+      takenAtNs: tS * 1e9,
+      pollPath: 'fentry',
+      programs: {},
+      devices: [{ dev, hists }],
+      rings: [],
+      counters: {},
+      deviceCounters: { [dev]: counters },
+    };
+    return {
+      takenAtMs: tS * 1000,
+      bpf,
+      bpfStatus: { mode: 'auto', state: 'running', reason: '', loaderRestarts: 0 },
+      collectors: [],
+      host: {
+        features: {},
+        era: { era: 'blkmq_hybrid', evidence: 'btf', reason: '' },
+        devices: [{ device: 'nvme0n1', devNum: dev, ioPollDelay: 0, errors: [] }],
+      },
+    };
+  };
+
+  it('analyses the deltas between two snapshots, names devices from sysfs', () => {
+    const [t] = analysePair(snap(100, 1), snap(110, 3), OPTS) as [ModelTarget];
+    expect(t.device).toBe('nvme0n1');
+    expect(t.windowSeconds).toBe(10);
+    expect(t.measured!.polledIos).toBe(2000);
+    expect(t.current.policy).toBe('blkmq_half_mean');
+  });
+
+  it('returns nothing without BPF data or without elapsed time', () => {
+    const a = snap(100, 1);
+    expect(analysePair({ ...a, bpf: undefined } as SnapshotInputs, snap(110, 2), OPTS)).toEqual([]);
+    expect(analysePair(a, a, OPTS)).toEqual([]);
+  });
+});

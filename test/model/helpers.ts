@@ -1,0 +1,110 @@
+// Test helpers for the model: a seeded PRNG and histograms built from samples on the real grid.
+import type { BucketHist } from '../../src/bpf/types.js';
+import { bucketOf } from '../../src/model/buckets.js';
+
+/** mulberry32: deterministic uniform [0, 1). */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function normal(rand: () => number, mean: number, sd: number): number {
+  const u = 1 - rand();
+  return mean + sd * Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rand());
+}
+
+/** A BucketHist of integer-ns samples, bucketed as the BPF program does. */
+export function histOf(samples: readonly number[], aux: { aux0?: number; aux1?: number } = {}): BucketHist {
+  const m = new Map<number, number>();
+  let sum = 0;
+  for (const v of samples) {
+    const x = Math.max(0, Math.round(v));
+    m.set(bucketOf(x), (m.get(bucketOf(x)) ?? 0) + 1);
+    sum += x;
+  }
+  return {
+    buckets: [...m.entries()].sort((a, b) => a[0] - b[0]),
+    count: samples.length,
+    sumNs: sum,
+    aux0: aux.aux0 ?? 0,
+    aux1: aux.aux1 ?? 0,
+  };
+}
+
+export const scaleHist = (h: BucketHist, k: number): BucketHist => ({
+  buckets: h.buckets.map(([i, c]) => [i, c * k]),
+  count: h.count * k,
+  sumNs: h.sumNs * k,
+  aux0: h.aux0 * k,
+  aux1: h.aux1 * k,
+});
+
+export interface PollerSim {
+  /** polled I/Os */
+  n: number;
+  /** draws a device time, ns */
+  D: () => number;
+  /** draws a wake overhead (off-CPU − requested), ns */
+  O: () => number;
+  /** requested sleep per I/O, ns; 0 = classic polling */
+  sleepNs: number;
+  /** on-CPU cost of one sleep/wake pair, ns */
+  cswNs: number;
+  /** export ctx->hybrid_poll_time/2 in aux0/aux1 of sleep_req, as the fentry path on 6.13+ does */
+  kernelEstimate?: boolean;
+}
+
+/**
+ * A QD1 hybrid poller simulated I/O by I/O, producing what the BPF collector reports for one
+ * device over an interval: the histograms (non-cumulative) and counters. The timeline per I/O:
+ * sleep s (on-CPU c_sw, off-CPU s + O), then spin until the device completes at D.
+ */
+export function simulatePoller(sim: PollerSim): { hists: Record<string, BucketHist>; counters: Record<string, number> } {
+  const v: Record<string, number[]> = { rq_lat: [], spin: [], iopoll: [], sleep_req: [], offcpu: [], wake_ovh: [], dev_spun: [], found_slept: [] };
+  let overslept = 0;
+  let spun = 0;
+  let spinNs = 0;
+  for (let k = 0; k < sim.n; k++) {
+    const D = Math.max(1, Math.round(sim.D()));
+    if (sim.sleepNs <= 0) {
+      v.rq_lat!.push(D);
+      v.spin!.push(D);
+      v.iopoll!.push(D);
+      spinNs += D;
+      continue;
+    }
+    const O = Math.max(0, Math.round(sim.O()));
+    const wake = sim.sleepNs + O;
+    const spin = Math.max(0, D - wake);
+    v.sleep_req!.push(sim.sleepNs);
+    v.offcpu!.push(wake);
+    v.wake_ovh!.push(O);
+    v.spin!.push(spin);
+    v.iopoll!.push(sim.cswNs + wake + spin);
+    v.rq_lat!.push(Math.max(D, wake));
+    spinNs += spin;
+    if (D > wake) {
+      v.dev_spun!.push(D);
+      spun++;
+    } else {
+      v.found_slept!.push(wake);
+      overslept++;
+    }
+  }
+  const sleeps = sim.sleepNs > 0 ? sim.n : 0;
+  const hists: Record<string, BucketHist> = {};
+  for (const [k, xs] of Object.entries(v)) {
+    if (!xs.length) continue;
+    hists[k] = histOf(xs, k === 'sleep_req' && sim.kernelEstimate ? { aux0: sim.sleepNs * xs.length, aux1: xs.length } : {});
+  }
+  return {
+    hists,
+    counters: { polled_ios: sim.n, sleeps, overslept, spun, spin_ns: spinNs, sleep_ns: sleeps * sim.sleepNs },
+  };
+}

@@ -1,0 +1,207 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { atom, mixture, uniform } from '../../src/model/dist.js';
+import { CostModel, evaluatePolicies } from '../../src/model/policies.js';
+import type { Dist, PolicyName, PolicyOutcome } from '../../src/model/types.js';
+
+const C_SW = 1500;
+const BUDGET = 0.01;
+const FIXED = 4000; // io_poll_delay = 4 µs
+
+const table = (fD: Dist, fO: Dist, budget = BUDGET, fixed: number | null = FIXED) =>
+  new Map(evaluatePolicies(new CostModel(fD, fO, { switchCostNs: C_SW, latencyBudget: budget, ...(fixed ? { fixedSleepNs: fixed } : {}) })).map((r) => [r.policy, r]));
+
+type Expect = Partial<Pick<PolicyOutcome, 'sleepNs' | 'spinNs' | 'cpuNs' | 'lateNs' | 'latencyNs' | 'oversleepProbability' | 'meetsBudget'>>;
+
+function check(rows: Map<PolicyName, PolicyOutcome>, want: Record<PolicyName, Expect>) {
+  expect([...rows.keys()].sort()).toEqual(Object.keys(want).sort());
+  for (const [policy, w] of Object.entries(want) as [PolicyName, Expect][]) {
+    const r = rows.get(policy)!;
+    for (const [k, v] of Object.entries(w)) {
+      if (typeof v === 'boolean') expect(r[k as keyof PolicyOutcome], `${policy}.${k}`).toBe(v);
+      // 1e-6 relative on ns values of ~1e4: far below any bucket effect, only bisection rounding
+      else expect(r[k as keyof PolicyOutcome] as number, `${policy}.${k}`).toBeCloseTo(v as number, 3);
+    }
+  }
+}
+
+describe('closed forms, every policy', () => {
+  it('constant D = 10 µs, O = 1 µs', () => {
+    // spin(s) = (9000 − s)⁺, late(s) = (s − 9000)⁺; the ring's minimum: 10000 → max(10000 − 5000, 1000) = 5000, s = 2500
+    check(table(atom(10_000), atom(1000)), {
+      classic: { sleepNs: 0, spinNs: 10_000, cpuNs: 10_000, lateNs: 0, latencyNs: 10_000, oversleepProbability: 0, meetsBudget: true },
+      blkmq_half_mean: { sleepNs: 5000, spinNs: 4000, cpuNs: 5500, lateNs: 0, latencyNs: 10_000, oversleepProbability: 0 },
+      blkmq_fixed: { sleepNs: 4000, spinNs: 5000, cpuNs: 6500, lateNs: 0 },
+      three_quarter_mean: { sleepNs: 7500, spinNs: 1500, cpuNs: 3000, lateNs: 0 },
+      // s + O = D exactly: complete at wake-up, nothing late
+      min_minus_wake: { sleepNs: 9000, spinNs: 0, cpuNs: 1500, lateNs: 0, oversleepProbability: 1 },
+      iouring_half_min: { sleepNs: 2500, spinNs: 6500, cpuNs: 8000, lateNs: 0 },
+      best_static: { sleepNs: 9000, spinNs: 0, cpuNs: 1500, lateNs: 0, meetsBudget: true },
+      oracle: { sleepNs: 9000, spinNs: 0, cpuNs: 1500, lateNs: 0, latencyNs: 10_000 },
+    });
+  });
+
+  it('uniform D on [8, 12] µs, O = 1 µs', () => {
+    // X = D − O ~ U[7000, 11000]: spin(s) = 9000 − s (s ≤ 7000), (11000 − s)²/8000 above; late(s) = (s − 7000)²/8000
+    const sBest = 7000 + Math.sqrt(100 * 8000); // late(s) = 1% of 10 µs
+    check(table(uniform(8000, 12_000), atom(1000)), {
+      classic: { sleepNs: 0, cpuNs: 10_000, lateNs: 0 },
+      blkmq_half_mean: { sleepNs: 5000, spinNs: 4000, cpuNs: 5500, lateNs: 0, oversleepProbability: 0 },
+      blkmq_fixed: { sleepNs: 4000, spinNs: 5000, cpuNs: 6500 },
+      three_quarter_mean: {
+        sleepNs: 7500,
+        spinNs: 3500 ** 2 / 8000,
+        cpuNs: 3500 ** 2 / 8000 + C_SW,
+        lateNs: 500 ** 2 / 8000,
+        latencyNs: 10_000 + 500 ** 2 / 8000,
+        oversleepProbability: 500 / 4000,
+        meetsBudget: true,
+      },
+      min_minus_wake: { sleepNs: 7000, spinNs: 2000, cpuNs: 3500, lateNs: 0 },
+      // 10000 → max(8000 − 5000, 1000) = 3000 → max(8000 − 1500, 1000) = 6500 does not lower it: s = 1500
+      iouring_half_min: { sleepNs: 1500, spinNs: 7500, cpuNs: 9000 },
+      best_static: { sleepNs: sBest, spinNs: (11_000 - sBest) ** 2 / 8000, cpuNs: (11_000 - sBest) ** 2 / 8000 + C_SW, lateNs: 100, meetsBudget: true },
+      // D ≥ 8 µs > c_sw: the oracle always sleeps D − O
+      oracle: { sleepNs: 9000, spinNs: 0, cpuNs: C_SW, lateNs: 0 },
+    });
+  });
+
+  it('two-point D: 5 or 15 µs, O = 1 µs', () => {
+    // X ∈ {4000, 14000} each ½: spin(s) = ½(4000 − s)⁺ + ½(14000 − s)⁺, late(s) = ½(s − 4000)⁺ + ½(s − 14000)⁺
+    const fD = mixture([
+      { dist: atom(5000), weight: 1 },
+      { dist: atom(15_000), weight: 1 },
+    ]);
+    check(table(fD, atom(1000)), {
+      classic: { sleepNs: 0, cpuNs: 10_000 },
+      blkmq_half_mean: { sleepNs: 5000, spinNs: 4500, cpuNs: 6000, lateNs: 500, latencyNs: 10_500, oversleepProbability: 0.5, meetsBudget: false },
+      blkmq_fixed: { sleepNs: 4000, spinNs: 5000, cpuNs: 6500, lateNs: 0, oversleepProbability: 0.5, meetsBudget: true },
+      three_quarter_mean: { sleepNs: 7500, spinNs: 3250, cpuNs: 4750, lateNs: 1750, meetsBudget: false },
+      min_minus_wake: { sleepNs: 4000, spinNs: 5000, cpuNs: 6500, lateNs: 0 },
+      // 10000 → max(5000 − 5000, 1000) = 1000 → max(5000 − 500, 1000) does not lower it: s = 500
+      iouring_half_min: { sleepNs: 500, spinNs: 8500, cpuNs: 10_000, lateNs: 0 },
+      // ½(s − 4000) ≤ 100 → s = 4200
+      best_static: { sleepNs: 4200, spinNs: 4900, cpuNs: 6400, lateNs: 100, meetsBudget: true },
+      oracle: { sleepNs: 9000, spinNs: 0, cpuNs: C_SW, lateNs: 0 },
+    });
+  });
+
+  it('classic is best when a sleep/wake pair costs more than it saves', () => {
+    // D = 1.4 µs < c_sw: any sleep costs at least 1.5 µs
+    const rows = table(atom(1400), atom(100), BUDGET, null);
+    expect(rows.has('blkmq_fixed')).toBe(false);
+    expect(rows.get('best_static')).toMatchObject({ sleepNs: 0, cpuNs: 1400 });
+    // the oracle does not sleep for D ≤ c_sw either
+    expect(rows.get('oracle')).toMatchObject({ cpuNs: 1400, sleepNs: 0 });
+  });
+
+  it('no positive sleep meets the budget when the wake overhead alone exceeds it', () => {
+    // late(0+) = E[(O − D)⁺] = ½·(3000 − 2000) = 500 > 1% of E[D]
+    const fD = mixture([
+      { dist: atom(2000), weight: 1 },
+      { dist: atom(20_000), weight: 1 },
+    ]);
+    expect(table(fD, atom(3000)).get('best_static')).toMatchObject({ sleepNs: 0, cpuNs: 11_000, lateNs: 0 });
+  });
+});
+
+describe('the seed-001 anchor: D tight around 10 µs, O ≈ 1 µs, c_sw = 1.5 µs', () => {
+  it('gives ≈55% of a core for ½ mean and ≈30% for ¾ mean (Optane: 56.3% / 35.3%)', () => {
+    const rows = table(uniform(9500, 10_500), uniform(800, 1200));
+    const half = rows.get('blkmq_half_mean')!.cpuShare;
+    const threeQ = rows.get('three_quarter_mean')!.cpuShare;
+    // Exact here: no oversleep, so cpu/latency = (E[D] − s − E[O] + c_sw)/E[D].
+    expect(half).toBeCloseTo((10_000 - 5000 - 1000 + 1500) / 10_000, 9);
+    expect(threeQ).toBeCloseTo((10_000 - 7500 - 1000 + 1500) / 10_000, 9);
+    expect(Math.abs(half - 0.55)).toBeLessThan(0.01);
+    expect(Math.abs(threeQ - 0.3)).toBeLessThan(0.01);
+    expect(rows.get('classic')!.cpuShare).toBe(1);
+  });
+});
+
+// Random F_D, F_O as mixtures of atoms and uniform pieces, c_sw and budget: the properties of §7.
+const piece = (lo: number, hi: number) =>
+  fc.record({ a: fc.double({ min: lo, max: hi, noNaN: true }), w: fc.double({ min: 0, max: hi - lo, noNaN: true }), p: fc.double({ min: 0.05, max: 1, noNaN: true }), isAtom: fc.boolean() });
+const distArb = (lo: number, hi: number) =>
+  fc.array(piece(lo, hi), { minLength: 1, maxLength: 5 }).map((ps) =>
+    mixture(ps.map(({ a, w, p, isAtom }) => ({ dist: isAtom || w === 0 ? atom(a) : uniform(a, a + w), weight: p }))),
+  );
+const modelArb = fc
+  .record({
+    fD: distArb(500, 200_000),
+    fO: distArb(0, 8000),
+    csw: fc.double({ min: 0, max: 6000, noNaN: true }),
+    budget: fc.double({ min: 0.001, max: 0.3, noNaN: true }),
+    fixed: fc.double({ min: 1, max: 100_000, noNaN: true }),
+  })
+  .map(({ fD, fO, csw, budget, fixed }) => new CostModel(fD, fO, { switchCostNs: csw, latencyBudget: budget, fixedSleepNs: fixed }));
+
+describe('properties', () => {
+  it('oracle ≤ best_static ≤ every policy that meets the budget, in cpu', () => {
+    fc.assert(
+      fc.property(modelArb, (m) => {
+        const rows = evaluatePolicies(m);
+        const best = rows.find((r) => r.policy === 'best_static')!;
+        const oracle = rows.find((r) => r.policy === 'oracle')!;
+        const eps = 1e-6 * m.meanD;
+        expect(best.meetsBudget).toBe(true);
+        expect(oracle.cpuNs).toBeLessThanOrEqual(best.cpuNs + eps);
+        for (const r of rows) {
+          if (r.policy !== 'oracle' && r.meetsBudget) expect(best.cpuNs, r.policy).toBeLessThanOrEqual(r.cpuNs + eps);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('spin(s) is non-increasing and late(s) non-decreasing in s', () => {
+    fc.assert(
+      fc.property(modelArb, fc.double({ min: 0, max: 250_000, noNaN: true }), fc.double({ min: 0, max: 250_000, noNaN: true }), (m, x, y) => {
+        const [s1, s2] = x <= y ? [x, y] : [y, x];
+        const eps = 1e-9 * (m.meanD + s2);
+        expect(m.spin(s2)).toBeLessThanOrEqual(m.spin(s1) + eps);
+        expect(m.late(s2)).toBeGreaterThanOrEqual(m.late(s1) - eps);
+        // and the identities between them
+        expect(m.latency(s2)).toBeCloseTo(m.meanD + m.late(s2), 6);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('matches a Monte-Carlo estimate of spin and late', () => {
+    // An independent check of the exact expectations: sample D and O directly.
+    const fD = mixture([
+      { dist: uniform(6000, 9000), weight: 2 },
+      { dist: atom(12_000), weight: 1 },
+      { dist: uniform(20_000, 40_000), weight: 0.5 },
+    ]);
+    const fO = mixture([
+      { dist: uniform(500, 1500), weight: 3 },
+      { dist: atom(4000), weight: 1 },
+    ]);
+    const m = new CostModel(fD, fO, { switchCostNs: C_SW, latencyBudget: BUDGET });
+    let seed = 7;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const draw = (d: Dist) => {
+      let u = rand();
+      for (const q of d.pieces) {
+        if ((u -= q.p) <= 0) return q.lo + rand() * (q.hi - q.lo);
+      }
+      const q = d.pieces[d.pieces.length - 1]!;
+      return q.lo + rand() * (q.hi - q.lo);
+    };
+    const n = 200_000;
+    for (const s of [3000, 7000, 10_000]) {
+      let spin = 0;
+      let late = 0;
+      for (let k = 0; k < n; k++) {
+        const D = draw(fD);
+        const O = draw(fO);
+        spin += Math.max(0, D - s - O);
+        late += Math.max(0, s + O - D);
+      }
+      expect(Math.abs(spin / n - m.spin(s))).toBeLessThan(0.01 * m.meanD);
+      expect(Math.abs(late / n - m.late(s))).toBeLessThan(0.01 * m.meanD);
+    }
+  });
+});

@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import type { BpfSnapshot, BucketHist } from '../../src/bpf/types.js';
+import { histIncrease, histReset } from '../../src/model/hist.js';
+import { Accumulator, SlidingWindow } from '../../src/model/window.js';
+
+const h = (buckets: [number, number][], sumNs = 0): BucketHist => ({
+  buckets,
+  count: buckets.reduce((a, [, c]) => a + c, 0),
+  sumNs,
+  aux0: 0,
+  aux1: 0,
+});
+
+function bpf(tNs: number, devs: Record<string, { rq?: BucketHist; ios?: number }>): BpfSnapshot {
+  return {
+    takenAtNs: tNs,
+    pollPath: 'fentry',
+    programs: {},
+    devices: Object.entries(devs).map(([dev, d]) => ({ dev, hists: d.rq ? { rq_lat: d.rq } : {} })),
+    rings: [],
+    counters: {},
+    deviceCounters: Object.fromEntries(Object.entries(devs).map(([dev, d]) => [dev, d.ios === undefined ? {} : { polled_ios: d.ios }])),
+  };
+}
+
+describe('histogram increase', () => {
+  it('diffs bucket by bucket and detects resets', () => {
+    const a = h([[40, 5], [41, 2]], 700);
+    const b = h([[40, 7], [41, 2], [45, 1]], 1000);
+    expect(histReset(a, b)).toBe(false);
+    expect(histIncrease(a, b)).toEqual({ buckets: [[40, 2], [45, 1]], count: 3, sumNs: 300, aux0: 0, aux1: 0 });
+    // a bucket went down although the count grew: the loader restarted in between
+    const c = h([[40, 1], [50, 9]], 2000);
+    expect(histReset(b, c)).toBe(true);
+    expect(histIncrease(b, c)).toBe(c);
+  });
+});
+
+describe('sliding window', () => {
+  const feed = (w: SlidingWindow, acc: Accumulator, tS: number, devs: Parameters<typeof bpf>[1]) =>
+    w.push({ tMs: 1_000_000 + tS * 1000, monoNs: tS * 1e9, devices: acc.update(bpf(tS * 1e9, devs)) });
+
+  it('diffs the latest entry against the oldest within the window and trims older ones', () => {
+    const w = new SlidingWindow(60);
+    const acc = new Accumulator();
+    for (let t = 0; t <= 120; t += 15) feed(w, acc, t, { '259:0': { rq: h([[40, t * 10]], t * 100), ios: t * 10 } });
+    // entries at 60, 75, …, 120 remain: 5 of them, 60 s
+    expect(w.size).toBe(5);
+    const d = w.delta('259:0')!;
+    expect(d.seconds).toBe(60);
+    expect(d.counters['polled_ios']).toBe(600);
+    expect(d.hists.rq_lat).toMatchObject({ buckets: [[40, 600]], count: 600, sumNs: 6000 });
+    expect(w.lastInterval('259:0')!.counters['polled_ios']).toBe(150);
+  });
+
+  it('keeps an entry exactly one window old despite scrape jitter', () => {
+    const w = new SlidingWindow(60);
+    const acc = new Accumulator();
+    feed(w, acc, 0, { a: { ios: 0 } });
+    feed(w, acc, 60.5, { a: { ios: 605 } });
+    expect(w.delta('a')!.seconds).toBe(60.5);
+  });
+
+  it('absorbs counter and histogram resets (loader restart) like PromQL increase()', () => {
+    const w = new SlidingWindow(60);
+    const acc = new Accumulator();
+    feed(w, acc, 0, { a: { rq: h([[40, 100]]), ios: 100 } });
+    feed(w, acc, 10, { a: { rq: h([[40, 150]]), ios: 150 } });
+    feed(w, acc, 20, { a: { rq: h([[40, 30]]), ios: 30 } }); // restarted: 30 since
+    feed(w, acc, 30, { a: { rq: h([[40, 50]]), ios: 50 } });
+    const d = w.delta('a')!;
+    expect(d.counters['polled_ios']).toBe(50 + 30 + 20);
+    expect(d.hists.rq_lat!.count).toBe(100);
+  });
+
+  it('measures a device that appears mid-window from its first reading, and forgets one that disappears', () => {
+    const w = new SlidingWindow(60);
+    const acc = new Accumulator();
+    feed(w, acc, 0, { a: { ios: 0 } });
+    feed(w, acc, 10, { a: { ios: 10 }, b: { ios: 1000 } });
+    feed(w, acc, 20, { a: { ios: 20 }, b: { ios: 1500 } });
+    expect(w.delta('b')).toMatchObject({ seconds: 10, counters: { polled_ios: 500 } });
+    feed(w, acc, 30, { a: { ios: 30 } });
+    expect(w.delta('b')).toBeUndefined();
+    // b comes back (re-attached, counters from zero): a new epoch, not diffed against its old life
+    feed(w, acc, 40, { a: { ios: 40 }, b: { ios: 7 } });
+    expect(w.delta('b')).toBeUndefined();
+    feed(w, acc, 50, { a: { ios: 50 }, b: { ios: 9 } });
+    expect(w.delta('b')).toMatchObject({ seconds: 10, counters: { polled_ios: 2 } });
+    expect(w.delta('a')).toMatchObject({ seconds: 50, counters: { polled_ios: 50 } });
+  });
+
+  it('starts afresh when the clock goes backwards (replay loop)', () => {
+    const w = new SlidingWindow(60);
+    const acc = new Accumulator();
+    feed(w, acc, 100, { a: { ios: 1000 } });
+    feed(w, acc, 110, { a: { ios: 1100 } });
+    feed(w, acc, 0, { a: { ios: 0 } });
+    expect(w.size).toBe(1);
+    expect(w.delta('a')).toBeUndefined();
+    feed(w, acc, 10, { a: { ios: 100 } });
+    expect(w.delta('a')).toMatchObject({ seconds: 10, counters: { polled_ios: 100 } });
+  });
+
+  it('caps the number of entries', () => {
+    const w = new SlidingWindow(60, 8);
+    const acc = new Accumulator();
+    for (let t = 0; t < 30; t++) feed(w, acc, t * 0.1, { a: { ios: t } });
+    expect(w.size).toBe(8);
+    expect(w.delta('a')!.counters['polled_ios']).toBe(7);
+  });
+
+  it('rejects histograms off the grid with a clear error', () => {
+    const acc = new Accumulator();
+    expect(() => acc.update(bpf(0, { a: { rq: h([[144, 1]]) } }))).toThrow(/bucket index 144 is not on the grid/);
+    expect(() => acc.update(bpf(0, { a: { rq: h([[3, -1]]) } }))).toThrow(/count -1/);
+  });
+});
