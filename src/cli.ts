@@ -2,6 +2,7 @@
 // hybridpoll-exporter: command-line entry point.
 import { Command } from 'commander';
 import { serveCommand } from './cli/serve.js';
+import { recordCommand } from './cli/record.js';
 import { replayCommand } from './cli/replay.js';
 import { VERSION } from './version.js';
 
@@ -11,6 +12,7 @@ export function program(): Command {
     .version(VERSION, '--version')
     .showHelpAfterError('(run with --help for usage)');
   p.addCommand(serveCommand(), { isDefault: true });
+  p.addCommand(recordCommand());
   p.addCommand(replayCommand());
   return p;
 }
