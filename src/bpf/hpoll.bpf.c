@@ -1,0 +1,773 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hpoll.bpf.c: per-device block latency and hybrid-poll sleep/wake/spin histograms, CO-RE.
+ * See README.md in this directory for the design; hpoll.h for the maps' value layouts.
+ *
+ * Every program exists once per attach method so that the loader can load and attach each on its
+ * own: tp_btf (typed pointers, direct loads) with a raw_tp twin (probe reads) for kernels that
+ * refuse tp_btf, and fentry/fexit for the exact poll path. The loader picks one variant per
+ * logical program and disables the others before load.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "hpoll.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* ----------------------------------------------------------------- configuration (rodata) */
+
+/* the fentry/fexit poll path is loaded; otherwise sleeps are recognised by per-task state */
+const volatile bool fentry_path = false;
+/* block_rq_issue has (q, rq) before 5.11 and (rq) since: the loader reads the tracepoint's BTF */
+const volatile bool issue_arg1 = false;
+/* test mode: timed sleeps of this process count as hybrid sleeps and are accounted at
+ * switch-in under device 0:0 (a nanosleeping task stands in for the poller) */
+const volatile __u32 test_tgid = 0;
+/* calibrated found_slept threshold: this percentage of the shortest observed found time */
+const volatile __u32 calib_pct = 200;
+/* per-task polled-in-flight state older than this is stale (completion in another task) */
+const volatile __u64 stale_ns = 1000000000ULL;
+
+/* ------------------------------------------------------------ gates (.bss, read with one load) */
+
+/* tasks that have per-task state: 0 means no poller exists and hrtimer_start returns at once */
+__u64 polled_tasks = 0;
+/* tasks with a sleep between hrtimer_start and switch-in: gates sched_switch/sched_wakeup */
+__u64 sleepers = 0;
+
+/* address of hrtimer_wakeup, the callback of every hrtimer_sleeper (resolved from kallsyms) */
+extern const void hrtimer_wakeup __ksym __weak;
+
+/* ------------------------------------------------------------------------------------- maps */
+
+/* issue time per request, only for requests the kernel does not timestamp (start_time_ns == 0) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u64);
+	__type(value, u64);
+} starts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 2048);
+	__type(key, struct hist_key);
+	__type(value, struct hist);
+} hists SEC(".maps");
+
+/* all-zero value to create hists entries from (too large for the BPF stack) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct hist);
+} zero_hist SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 256);
+	__type(key, u32);
+	__type(value, struct dev_ctr);
+} dev_ctrs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, u32);
+	__type(value, struct dev_calib);
+} calib SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, u64);
+	__type(value, struct ring_st);
+} rings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, C_MAX);
+	__type(key, u32);
+	__type(value, u64);
+} counters SEC(".maps");
+
+/* Per-task poll state, keyed by tid. Created at the first polled issue (tracepoint path), the
+ * first io_do_iopoll (fentry path) or the first test sleep; deleted at task exit. */
+struct task_st {
+	u64 t_sleep;      /* hrtimer_start of a hybrid sleep not yet accounted (0: none) */
+	u64 req_sleep;    /* its requested length: hrtimer expiry - t_sleep */
+	u64 t_off;        /* switched out after arming */
+	u64 t_wake;       /* sched_wakeup */
+	u64 t_on;         /* switched back in */
+	u64 t_polled;     /* tracepoint path: last polled issue or completion in this task */
+	u64 t_pass;       /* fentry: io_do_iopoll entry */
+	u64 t_cp;         /* fentry: io_uring_classic_poll entry */
+	u64 t_woke;       /* fentry: wake-up of the slept request (switch-in, or sleep start) */
+	u64 ctx;          /* fentry: ring of the current pass */
+	u64 slept_req;    /* fentry: io_kiocb that slept and is not yet found */
+	u32 inflight;     /* tracepoint path: polled requests issued, not yet completed here */
+	u32 dev;          /* device of the last polled request (tracepoint) or classic_poll (fentry) */
+	u32 polls;        /* fentry: classic_poll calls on slept_req since its sleep */
+	u32 pass_sleeps;  /* fentry: sleeps in the current pass */
+	u8 gated;         /* counted in `sleepers` */
+	u8 test;          /* test-mode task */
+	u8 in_pass;       /* fentry: inside io_do_iopoll */
+	u8 in_cp;         /* fentry: inside io_uring_classic_poll */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, u32);
+	__type(value, struct task_st);
+} tasks SEC(".maps");
+
+/* ---------------------------------------------------------------------------------- helpers */
+
+/* p->f as a direct load for BTF pointers (tp_btf, fentry), as a probe read for raw_tp */
+#define RD(btf, p, f) ((btf) ? (p)->f : BPF_CORE_READ((p), f))
+
+static __always_inline void ctr_inc(u32 c)
+{
+	u64 *v = bpf_map_lookup_elem(&counters, &c);
+
+	if (v)
+		(*v)++;
+}
+
+static __always_inline u32 log2_u64(u64 v)
+{
+	u32 r, shift;
+
+	r = (v > 0xFFFFFFFFULL) << 5; v >>= r;
+	shift = (v > 0xFFFF) << 4; v >>= shift; r |= shift;
+	shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
+	shift = (v > 0xF) << 2; v >>= shift; r |= shift;
+	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+	r |= (v >> 1);
+	return r;
+}
+
+/* bucket index on the grid of hpoll.h / src/model/buckets.ts (branch-free log2, no loops) */
+static __always_inline u64 bucket_of(u64 v)
+{
+	u64 u, e, idx;
+
+	if (v <= 4)
+		return v;
+	u = v - 1;
+	e = log2_u64(u);
+	idx = 1 + 4 * (e - 1) + ((u >> (e - 2)) & 3);
+	return idx < HP_NB - 1 ? idx : HP_NB - 1;
+}
+
+static __always_inline struct hist *hist_get(u32 dev, u32 kind)
+{
+	struct hist_key k = { .dev = dev, .kind = kind };
+	struct hist *h;
+	u32 z = 0;
+
+	h = bpf_map_lookup_elem(&hists, &k);
+	if (h)
+		return h;
+	h = bpf_map_lookup_elem(&zero_hist, &z);
+	if (!h)
+		return NULL;
+	bpf_map_update_elem(&hists, &k, h, BPF_NOEXIST);
+	h = bpf_map_lookup_elem(&hists, &k);
+	if (!h)
+		ctr_inc(C_HIST_FULL);
+	return h;
+}
+
+/* Per-CPU values: tp_btf and raw_tp run with preemption off, so plain increments are safe;
+ * fentry only disables migration, and a rare lost increment there is accepted. */
+static __always_inline struct hist *hist_add(u32 dev, u32 kind, u64 v)
+{
+	struct hist *h = hist_get(dev, kind);
+	u64 idx;
+
+	if (!h)
+		return NULL;
+	idx = bucket_of(v);
+	barrier_var(idx); /* clang 14 would bound-check a copy and index with the original */
+	if (idx >= HP_NB)
+		return h;
+	h->slots[idx]++;
+	h->sum += v;
+	return h;
+}
+
+static __always_inline struct dev_ctr *dev_ctr_get(u32 dev)
+{
+	struct dev_ctr *c = bpf_map_lookup_elem(&dev_ctrs, &dev);
+	struct dev_ctr zero = {};
+
+	if (c)
+		return c;
+	bpf_map_update_elem(&dev_ctrs, &dev, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&dev_ctrs, &dev);
+}
+
+static __always_inline struct dev_calib *calib_get(u32 dev)
+{
+	struct dev_calib *c = bpf_map_lookup_elem(&calib, &dev);
+	struct dev_calib zero = {};
+
+	if (c)
+		return c;
+	bpf_map_update_elem(&calib, &dev, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&calib, &dev);
+}
+
+static __always_inline struct task_st *task_get(u32 tid, bool create)
+{
+	struct task_st *st = bpf_map_lookup_elem(&tasks, &tid);
+	struct task_st zero = {};
+
+	if (st || !create)
+		return st;
+	if (bpf_map_update_elem(&tasks, &tid, &zero, BPF_NOEXIST)) {
+		ctr_inc(C_TASK_FULL);
+		return NULL;
+	}
+	__sync_fetch_and_add(&polled_tasks, 1);
+	return bpf_map_lookup_elem(&tasks, &tid);
+}
+
+static __always_inline void ungate(struct task_st *st)
+{
+	if (st->gated) {
+		st->gated = 0;
+		__sync_fetch_and_add(&sleepers, -1);
+	}
+}
+
+/* REQ_POLLED (5.16+) or REQ_HIPRI (older): the bit number differs per kernel */
+enum req_flag_bits___old { __REQ_HIPRI___old = 0 };
+
+static __always_inline u32 polled_mask(void)
+{
+	if (bpf_core_enum_value_exists(enum req_flag_bits, __REQ_POLLED))
+		return 1U << bpf_core_enum_value(enum req_flag_bits, __REQ_POLLED);
+	if (bpf_core_enum_value_exists(enum req_flag_bits___old, __REQ_HIPRI___old))
+		return 1U << bpf_core_enum_value(enum req_flag_bits___old, __REQ_HIPRI___old);
+	return 0;
+}
+
+/* before 5.16 the disk hung off the request, not the queue */
+struct request___old {
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+static __always_inline u32 rq_dev(struct request *rq, const bool btf)
+{
+	struct request_queue *q;
+	struct gendisk *disk;
+
+	if (bpf_core_field_exists(((struct request_queue *)0)->disk)) {
+		q = RD(btf, rq, q);
+		disk = RD(btf, q, disk);
+	} else {
+		disk = BPF_CORE_READ((struct request___old *)rq, rq_disk);
+	}
+	if (!disk)
+		return 0;
+	return ((u32)RD(btf, disk, major) << 20) | (u32)RD(btf, disk, first_minor);
+}
+
+#define S_IFMT  00170000
+#define S_IFBLK 0060000
+
+/* device of a file: the block device itself, or the filesystem's device */
+static __always_inline u32 file_dev(struct file *f)
+{
+	struct inode *ino = f->f_inode;
+
+	if (!ino)
+		return 0;
+	if ((ino->i_mode & S_IFMT) == S_IFBLK)
+		return ino->i_rdev;
+	return BPF_CORE_READ(ino, i_sb, s_dev);
+}
+
+/* Account the sleep/off-CPU/wake histograms of the task's pending sleep under dev. */
+static __always_inline struct hist *flush_sleep(struct task_st *st, u32 dev)
+{
+	struct hist *h = hist_add(dev, HK_SLEEP_REQ, st->req_sleep);
+
+	if (st->t_off && st->t_on > st->t_off) {
+		u64 elapsed = st->t_on - st->t_sleep;
+
+		hist_add(dev, HK_OFFCPU, st->t_on - st->t_off);
+		hist_add(dev, HK_WAKE_OVH, elapsed > st->req_sleep ? elapsed - st->req_sleep : 0);
+		if (st->t_wake && st->t_on > st->t_wake)
+			hist_add(dev, HK_WAKE_LAT, st->t_on - st->t_wake);
+	}
+	return h;
+}
+
+/* A sleep that never met a polled completion in its task: keep its timings, under the device the
+ * task last polled, and count it. */
+static __always_inline void flush_unmatched(struct task_st *st)
+{
+	struct dev_ctr *dc;
+
+	flush_sleep(st, st->dev);
+	dc = dev_ctr_get(st->dev);
+	if (dc)
+		dc->unmatched++;
+	st->t_sleep = 0;
+}
+
+/* issue -> found of one slept I/O, classified; woke = when the poller was back on CPU */
+static __always_inline void record_found(u32 dev, struct dev_calib *cal, bool slept_through,
+					 u64 found, u64 issued, u64 woke)
+{
+	if (slept_through) {
+		hist_add(dev, HK_FOUND_SLEPT, found);
+		if (cal && cal->min_dev_ns && woke > issued + cal->min_dev_ns)
+			hist_add(dev, HK_OVERSLEEP_UB, woke - (issued + cal->min_dev_ns));
+	} else {
+		hist_add(dev, HK_DEV_SPUN, found);
+		if (cal && (!cal->min_dev_ns || found < cal->min_dev_ns))
+			cal->min_dev_ns = found;
+	}
+}
+
+/* --------------------------------------------------------------------------- block layer */
+
+static __always_inline int on_issue(struct request *rq, const bool btf)
+{
+	/* the kernel stamps start_time_ns whenever iostats, blk-stat or a scheduler need it;
+	 * only requests without it pay for a map entry */
+	if (!RD(btf, rq, start_time_ns)) {
+		u64 key = (u64)rq, ts = bpf_ktime_get_ns();
+
+		if (bpf_map_update_elem(&starts, &key, &ts, BPF_ANY))
+			ctr_inc(C_START_FULL);
+	}
+	if (!fentry_path && (RD(btf, rq, cmd_flags) & polled_mask())) {
+		/* tracepoint path: this task now has polled I/O in flight */
+		u32 tid = (u32)bpf_get_current_pid_tgid();
+		struct task_st *st = task_get(tid, true);
+		u64 now = bpf_ktime_get_ns();
+
+		if (!st)
+			return 0;
+		if (st->inflight && now - st->t_polled > stale_ns)
+			st->inflight = 0;
+		st->inflight++;
+		st->t_polled = now;
+		st->dev = rq_dev(rq, btf);
+	}
+	return 0;
+}
+
+/* tracepoint path: first polled completion in a task after its sleep. Device time is only
+ * observable as wake -> found; found within calib_pct of the shortest such time = first poll. */
+static __always_inline void classify_tp(struct task_st *st, u32 dev, u64 now, u64 issued)
+{
+	u64 woke = st->t_on ? st->t_on : st->t_sleep;
+	u64 post = now > woke ? now - woke : 0;
+	struct dev_calib *cal = calib_get(dev);
+	struct dev_ctr *dc = dev_ctr_get(dev);
+	bool slept_through = true;
+
+	flush_sleep(st, dev);
+	hist_add(dev, HK_SPIN, post);
+	if (cal) {
+		if (!cal->min_found_ns || post < cal->min_found_ns)
+			cal->min_found_ns = post;
+		slept_through = post * 100 <= cal->min_found_ns * calib_pct;
+	}
+	record_found(dev, cal, slept_through, now > issued ? now - issued : 0, issued, woke);
+	if (dc)
+		dc->calibrated++;
+	st->t_sleep = 0;
+	ungate(st);
+}
+
+static __always_inline int on_complete(struct request *rq, int error, unsigned int nr_bytes,
+				       const bool btf)
+{
+	u64 ts = RD(btf, rq, start_time_ns), now, delta;
+	struct task_st *st;
+	struct dev_ctr *dc;
+	struct hist *h;
+	u32 dev, tid;
+
+	if (ts) {
+		/* issue time when blk-stat is on, else allocation time: both are what iostat uses */
+		u64 io = RD(btf, rq, io_start_time_ns);
+
+		if (io)
+			ts = io;
+	} else {
+		u64 key = (u64)rq, *tsp = bpf_map_lookup_elem(&starts, &key);
+
+		if (!tsp) {
+			ctr_inc(C_ISSUE_MISSED);
+			return 0;
+		}
+		ts = *tsp;
+		bpf_map_delete_elem(&starts, &key);
+		ctr_inc(C_TS_HASH);
+	}
+	dev = rq_dev(rq, btf);
+	if (!dev)
+		return 0;
+	now = bpf_ktime_get_ns();
+	delta = now > ts ? now - ts : 0;
+	h = hist_add(dev, HK_RQ_LAT, delta);
+	if (h) {
+		h->aux0 += nr_bytes;
+		if (error)
+			h->aux1++;
+	}
+	if (!(RD(btf, rq, cmd_flags) & polled_mask()))
+		return 0;
+	dc = dev_ctr_get(dev);
+	if (dc)
+		dc->polled_ios++;
+	if (fentry_path || !polled_tasks)
+		return 0;
+	tid = (u32)bpf_get_current_pid_tgid();
+	st = task_get(tid, false);
+	if (!st)
+		return 0;
+	if (st->inflight)
+		st->inflight--;
+	st->t_polled = now;
+	st->dev = dev;
+	if (st->t_sleep && !st->test)
+		classify_tp(st, dev, now, ts);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int hp_rq_issue(u64 *ctx)
+{
+	return on_issue(issue_arg1 ? (struct request *)ctx[1] : (struct request *)ctx[0], true);
+}
+
+SEC("raw_tp/block_rq_issue")
+int hp_rq_issue_rt(u64 *ctx)
+{
+	return on_issue(issue_arg1 ? (struct request *)ctx[1] : (struct request *)ctx[0], false);
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(hp_rq_done, struct request *rq, int error, unsigned int nr_bytes)
+{
+	return on_complete(rq, error, nr_bytes, true);
+}
+
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(hp_rq_done_rt, struct request *rq, int error, unsigned int nr_bytes)
+{
+	return on_complete(rq, error, nr_bytes, false);
+}
+
+/* ------------------------------------------------------------------- sleep and scheduling */
+
+/*
+ * A hybrid sleep is an hrtimer_sleeper armed by the polling task on itself. Which tasks poll:
+ * fentry path: the task is inside io_do_iopoll and not inside classic_poll (the sleep is inlined
+ * between the two); tracepoint path: the task has polled requests in flight that it issued. Both
+ * are one hash lookup: no stack walk, so the sleep is not shortened by its own measurement.
+ */
+static __always_inline int on_hrtimer_start(struct hrtimer *timer, const bool btf)
+{
+	struct hrtimer_sleeper *sl;
+	struct task_st *st;
+	u64 pid_tgid, now, exp;
+	bool test;
+
+	if (!polled_tasks && !test_tgid)
+		return 0;
+	if ((u64)RD(btf, timer, function) != (u64)&hrtimer_wakeup)
+		return 0;
+	/* the task field lies beyond struct hrtimer: direct BTF access is refused */
+	sl = container_of(timer, struct hrtimer_sleeper, timer);
+	if ((u64)BPF_CORE_READ(sl, task) != bpf_get_current_task())
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	now = bpf_ktime_get_ns();
+	test = test_tgid && (pid_tgid >> 32) == test_tgid;
+	st = task_get((u32)pid_tgid, test);
+	if (!st)
+		return 0;
+	if (test)
+		st->test = 1;
+	else if (fentry_path ? (!st->in_pass || st->in_cp)
+			     : (!st->inflight || now - st->t_polled > stale_ns))
+		return 0;
+	if (st->t_sleep)
+		flush_unmatched(st); /* the previous sleep met no completion */
+	exp = RD(btf, timer, node.expires); /* absolute hard expiry, already set at this point */
+	st->t_sleep = now;
+	st->req_sleep = exp > now ? exp - now : 0;
+	st->t_off = st->t_wake = st->t_on = 0;
+	if (!st->gated) {
+		st->gated = 1;
+		__sync_fetch_and_add(&sleepers, 1);
+	}
+	ctr_inc(C_SLEEPS);
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_start")
+int BPF_PROG(hp_hrt_start, struct hrtimer *timer)
+{
+	return on_hrtimer_start(timer, true);
+}
+
+SEC("raw_tp/hrtimer_start")
+int BPF_PROG(hp_hrt_start_rt, struct hrtimer *timer)
+{
+	return on_hrtimer_start(timer, false);
+}
+
+static __always_inline int on_switch(bool preempt, struct task_struct *prev,
+				     struct task_struct *next, const bool btf)
+{
+	struct task_st *st;
+	u32 tid;
+	u64 now;
+
+	if (!sleepers)
+		return 0;
+	now = bpf_ktime_get_ns();
+	/* a preemption between arming and io_schedule() is not the sleep */
+	if (!preempt) {
+		tid = RD(btf, prev, pid);
+		st = bpf_map_lookup_elem(&tasks, &tid);
+		if (st && st->gated && !st->t_off) {
+			st->t_off = now;
+			ctr_inc(C_SCHED_OUT);
+		}
+	}
+	tid = RD(btf, next, pid);
+	st = bpf_map_lookup_elem(&tasks, &tid);
+	if (st && st->gated && st->t_off) {
+		st->t_on = now;
+		ungate(st);
+		ctr_inc(C_SCHED_IN);
+		if (st->test) {
+			flush_sleep(st, 0);
+			st->t_sleep = 0;
+		}
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(hp_sched_sw, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(preempt, prev, next, true);
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(hp_sched_sw_rt, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(preempt, prev, next, false);
+}
+
+static __always_inline int on_wakeup(struct task_struct *p, const bool btf)
+{
+	struct task_st *st;
+	u32 tid;
+
+	if (!sleepers)
+		return 0;
+	tid = RD(btf, p, pid);
+	st = bpf_map_lookup_elem(&tasks, &tid);
+	if (st && st->gated && st->t_off && !st->t_wake) {
+		st->t_wake = bpf_ktime_get_ns();
+		ctr_inc(C_WAKEUPS);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(hp_sched_wk, struct task_struct *p)
+{
+	return on_wakeup(p, true);
+}
+
+SEC("raw_tp/sched_wakeup")
+int BPF_PROG(hp_sched_wk_rt, struct task_struct *p)
+{
+	return on_wakeup(p, false);
+}
+
+/* drop the state of exiting tasks, so the gates fall back to 0 when pollers are gone */
+static __always_inline int on_exit(struct task_struct *p, const bool btf)
+{
+	struct task_st *st;
+	u32 tid;
+
+	if (!polled_tasks)
+		return 0;
+	tid = RD(btf, p, pid);
+	st = bpf_map_lookup_elem(&tasks, &tid);
+	if (!st)
+		return 0;
+	if (st->t_sleep && !st->test)
+		flush_unmatched(st);
+	ungate(st);
+	if (!bpf_map_delete_elem(&tasks, &tid))
+		__sync_fetch_and_add(&polled_tasks, -1);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(hp_task_exit, struct task_struct *p)
+{
+	return on_exit(p, true);
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(hp_task_exit_rt, struct task_struct *p)
+{
+	return on_exit(p, false);
+}
+
+/* ------------------------------------------------------- io_uring poll path (fentry/fexit) */
+
+SEC("fentry/io_do_iopoll")
+int BPF_PROG(hp_iopoll_in, struct io_ring_ctx *rctx)
+{
+	struct task_st *st = task_get((u32)bpf_get_current_pid_tgid(), true);
+
+	if (!st)
+		return 0;
+	st->in_pass = 1;
+	st->in_cp = 0;
+	st->ctx = (u64)rctx;
+	st->pass_sleeps = 0;
+	st->t_pass = bpf_ktime_get_ns();
+	ctr_inc(C_IOPOLL);
+	return 0;
+}
+
+SEC("fexit/io_do_iopoll")
+int BPF_PROG(hp_iopoll_out, struct io_ring_ctx *rctx)
+{
+	struct task_st *st = task_get((u32)bpf_get_current_pid_tgid(), false);
+	u64 key = (u64)rctx;
+	struct ring_st *r;
+
+	if (!st || !st->in_pass)
+		return 0;
+	st->in_pass = 0;
+	hist_add(st->dev, HK_IOPOLL, bpf_ktime_get_ns() - st->t_pass);
+	r = bpf_map_lookup_elem(&rings, &key);
+	if (!r) {
+		struct ring_st z = { .tgid = bpf_get_current_pid_tgid() >> 32 };
+
+		bpf_get_current_comm(z.comm, sizeof(z.comm));
+		bpf_map_update_elem(&rings, &key, &z, BPF_NOEXIST);
+		r = bpf_map_lookup_elem(&rings, &key);
+		if (!r)
+			return 0;
+	}
+	r->passes++;
+	r->sleeps += st->pass_sleeps;
+	r->flags = rctx->flags;
+	if (bpf_core_field_exists(rctx->hybrid_poll_time))
+		r->hpt = BPF_CORE_READ(rctx, hybrid_poll_time);
+	else
+		r->hpt = ~0ULL;
+	return 0;
+}
+
+#define BLK_POLL_ONESHOT_ (1 << 0) /* include/linux/blkdev.h since 5.16 */
+
+SEC("fentry/io_uring_classic_poll")
+int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsigned int poll_flags)
+{
+	struct task_st *st = task_get((u32)bpf_get_current_pid_tgid(), false);
+	u64 now = bpf_ktime_get_ns();
+
+	if (!st || !st->in_pass)
+		return 0;
+	st->dev = file_dev(req->file);
+	st->t_cp = now;
+	st->in_cp = 1;
+	ctr_inc(C_CPOLL);
+	if (st->t_sleep) {
+		/* the sleep inlined in io_do_iopoll belongs to this request */
+		struct hist *h = flush_sleep(st, st->dev);
+
+		/* the sleep the kernel computed: ctx->hybrid_poll_time / 2, not yet updated */
+		if (h && bpf_core_field_exists(((struct io_ring_ctx *)0)->hybrid_poll_time)) {
+			u64 hpt = BPF_CORE_READ(req, ctx, hybrid_poll_time);
+
+			if (hpt && hpt < 0x7fffffffffffffffULL) {
+				h->aux0 += hpt / 2;
+				h->aux1++;
+			}
+		}
+		st->slept_req = (u64)req;
+		st->polls = 0;
+		st->t_woke = st->t_on ? st->t_on : st->t_sleep;
+		st->t_sleep = 0;
+		st->pass_sleeps++;
+		ungate(st);
+	}
+	if ((u64)req == st->slept_req)
+		st->polls++;
+	return 0;
+}
+
+SEC("fexit/io_uring_classic_poll")
+int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsigned int poll_flags,
+	     int ret)
+{
+	struct task_st *st = task_get((u32)bpf_get_current_pid_tgid(), false);
+	u64 now = bpf_ktime_get_ns(), d, issued = 0;
+	struct dev_calib *cal;
+	struct dev_ctr *dc;
+	bool slept_through, exact = true;
+	u32 dev;
+
+	if (!st || !st->in_cp)
+		return 0;
+	st->in_cp = 0;
+	dev = st->dev;
+	d = now - st->t_cp;
+	hist_add(dev, HK_SPIN, d);
+	cal = calib_get(dev);
+	if (ret > 0 && cal && (!cal->min_found_ns || d < cal->min_found_ns))
+		cal->min_found_ns = d;
+	if ((u64)req != st->slept_req || ret <= 0)
+		return 0;
+	/* found after the sleep. A oneshot poll is one look at the queue, so the count of calls is
+	 * exact; a spinning call loops inside, so its length decides, against the shortest call
+	 * that found a completion on this device */
+	if (st->polls > 1) {
+		slept_through = false;
+	} else if (poll_flags & BLK_POLL_ONESHOT_) {
+		slept_through = true;
+	} else {
+		exact = false;
+		slept_through = !cal || d * 100 <= cal->min_found_ns * calib_pct;
+	}
+	if (bpf_core_field_exists(req->iopoll_start))
+		issued = BPF_CORE_READ(req, iopoll_start);
+	if (issued && issued < now)
+		record_found(dev, cal, slept_through, now - issued, issued, st->t_woke);
+	dc = dev_ctr_get(dev);
+	if (dc) {
+		if (exact)
+			dc->exact++;
+		else
+			dc->calibrated++;
+	}
+	st->slept_req = 0;
+	return 0;
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Definitions shared by the BPF program (hpoll.bpf.c) and its loader (loader.c).
+ * The histogram grid is the one of src/model/buckets.ts: log-linear, 4 sub-buckets per power of
+ * two, in ns, bucketed on v-1 so that bucket i holds (upper(i-1), upper(i)]:
+ *   i 0..4 : v = 0..4 exactly                     upper = i
+ *   i >= 5 : u = v-1, e = floor(log2 u), s = (u >> (e-2)) & 3
+ *            i = 1 + 4(e-1) + s                   upper = (5+s) * 2^(e-2)
+ *   i = HP_NB-1: overflow (> 1.5 * 2^36 ns)        upper = +Inf
+ */
+#ifndef HPOLL_H
+#define HPOLL_H
+
+#define HP_NB 144
+
+/* Order and names match HIST_KINDS in src/bpf/types.ts. */
+enum hp_kind {
+	HK_RQ_LAT = 0,     /* block issue -> complete (polled I/O: -> reaped); aux0 bytes, aux1 errors */
+	HK_IOPOLL,         /* wall time of one io_do_iopoll() pass (fentry path) */
+	HK_SPIN,           /* CPU time spinning: per classic_poll call (fentry) or wake -> found (tracepoint) */
+	HK_SLEEP_REQ,      /* hybrid sleep requested: hrtimer expiry - now; aux0 sum of hybrid_poll_time/2, aux1 samples */
+	HK_OFFCPU,         /* switch-out -> switch-in of that sleep */
+	HK_WAKE_OVH,       /* timer expiry -> back on CPU: (switch-in - sleep start) - requested, >= 0 */
+	HK_WAKE_LAT,       /* sched_wakeup -> switch-in */
+	HK_DEV_SPUN,       /* issue -> found, I/O still pending after the sleep */
+	HK_FOUND_SLEPT,    /* issue -> found, I/O already complete at wake-up (censored) */
+	HK_OVERSLEEP_UB,   /* switch-in - (issue + minimum dev_spun time of the device) */
+	HK_MAX
+};
+
+struct hist_key {
+	__u32 dev;   /* kernel dev_t of the whole disk: major << 20 | minor; 0 = test sleeper */
+	__u32 kind;  /* enum hp_kind */
+};
+
+struct hist {
+	__u64 slots[HP_NB];
+	__u64 sum;   /* ns */
+	__u64 aux0;
+	__u64 aux1;
+};
+
+/* Per device, per CPU: counters that are not histogram counts. */
+struct dev_ctr {
+	__u64 polled_ios;       /* polled requests completed */
+	__u64 exact;            /* sleeps classified by counting polls (found_slept / dev_spun) */
+	__u64 calibrated;       /* sleeps classified against the calibrated threshold */
+	__u64 unmatched;        /* sleeps that never met a polled completion in the same task */
+};
+
+/* Per device, shared: calibration of the found_slept / dev_spun split. Plain stores: a lost
+ * update only delays convergence of a minimum. */
+struct dev_calib {
+	__u64 min_found_ns;     /* shortest wake -> found (tracepoint) or found-call time (fentry) */
+	__u64 min_dev_ns;       /* shortest dev_spun issue -> found: bound for oversleep_ub */
+};
+
+/* Per io_uring ring (fentry path), keyed by the ctx pointer. */
+struct ring_st {
+	__u64 passes;           /* io_do_iopoll passes */
+	__u64 sleeps;           /* hybrid sleeps */
+	__u64 hpt;              /* ctx->hybrid_poll_time after the last pass (LLONG_MAX: no estimate) */
+	__u32 tgid;
+	__u32 flags;            /* ctx->flags (io_uring setup flags) */
+	char comm[16];
+};
+
+/* Global per-CPU counters. Names in loader.c (ctr_names). */
+enum hp_ctr {
+	C_START_FULL = 0,   /* drop: start-time map full at issue */
+	C_ISSUE_MISSED,     /* drop: completion without a known issue time */
+	C_TASK_FULL,        /* drop: per-task state map full */
+	C_HIST_FULL,        /* drop: histogram map full */
+	C_TS_HASH,          /* completions timed from the start-time map (no kernel timestamp) */
+	C_SLEEPS,           /* hybrid sleeps detected */
+	C_SCHED_OUT,
+	C_SCHED_IN,
+	C_WAKEUPS,
+	C_IOPOLL,           /* io_do_iopoll passes (fentry) */
+	C_CPOLL,            /* io_uring_classic_poll calls (fentry) */
+	C_MAX
+};
+
+#endif

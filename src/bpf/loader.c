@@ -1,0 +1,896 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hybridpoll-bpf: loads hpoll.bpf.c, attaches each program on its own, then answers requests.
+ * Spawned once by the exporter (src/bpf/client.ts); the protocol is in README.md:
+ *   stdout: one JSON object per line: {"type":"hello",...} once after attach, then one
+ *           {"type":"snap",...} or {"type":"error",...} per request; {"type":"fatal",...} before
+ *           exiting on a setup failure.
+ *   stdin:  "snap <id>" -> one snapshot; "quit" -> exit.
+ * Exits, detaching everything, on stdin EOF, "quit", SIGTERM, SIGINT, SIGHUP, SIGPIPE or the
+ * death of its parent, so no program can outlive the exporter.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include "hpoll.h"
+#include "hpoll.skel.h"
+
+#ifndef HP_VERSION
+#define HP_VERSION "dev"
+#endif
+#define PROTO 1
+#define MAX_ATTEMPTS 8
+#define REQ_MAX 256
+
+static const char *kind_names[HK_MAX] = {
+	"rq_lat", "iopoll", "spin", "sleep_req", "offcpu", "wake_ovh",
+	"wake_lat", "dev_spun", "found_slept", "oversleep_ub",
+};
+static const char *ctr_names[C_MAX] = {
+	"start_map_full", "issue_missed", "task_map_full", "hist_map_full", "ts_from_map",
+	"sleeps_detected", "sched_out", "sched_in", "wakeups", "iopoll_passes", "classic_polls",
+};
+
+/* ------------------------------------------------------------------------ program table */
+
+enum via { VIA_TP_BTF, VIA_RAW_TP, VIA_FENTRY, VIA_FEXIT };
+static const char *via_names[] = { "tp_btf", "raw_tp", "fentry", "fexit" };
+
+struct variant {
+	const char *prog;
+	enum via via;
+};
+
+struct logical {
+	const char *name;     /* the `program` label */
+	const char *target;   /* tracepoint or kernel function */
+	struct variant v[2];  /* preferred first */
+	int nv;
+	bool poll_path;       /* part of the fentry/fexit poll path: all four or none */
+	int chosen;           /* index into v, or -1 */
+	bool disabled;        /* not wanted (forced tracepoint path, excluded): no failure */
+	char reason[256];     /* why not attached, or why the preferred variant was not used */
+	struct bpf_link *link;
+};
+
+#define TP(n, t, a, b) { .name = n, .target = t, .v = { { a, VIA_TP_BTF }, { b, VIA_RAW_TP } }, .nv = 2 }
+#define TRAMP(n, t, a, via) { .name = n, .target = t, .v = { { a, via } }, .nv = 1, .poll_path = true }
+static struct logical progs[] = {
+	TP("rq_issue", "block_rq_issue", "hp_rq_issue", "hp_rq_issue_rt"),
+	TP("rq_complete", "block_rq_complete", "hp_rq_done", "hp_rq_done_rt"),
+	TP("hrtimer_start", "hrtimer_start", "hp_hrt_start", "hp_hrt_start_rt"),
+	TP("sched_switch", "sched_switch", "hp_sched_sw", "hp_sched_sw_rt"),
+	TP("sched_wakeup", "sched_wakeup", "hp_sched_wk", "hp_sched_wk_rt"),
+	TP("task_exit", "sched_process_exit", "hp_task_exit", "hp_task_exit_rt"),
+	TRAMP("iopoll_enter", "io_do_iopoll", "hp_iopoll_in", VIA_FENTRY),
+	TRAMP("iopoll_exit", "io_do_iopoll", "hp_iopoll_out", VIA_FEXIT),
+	TRAMP("classic_poll_enter", "io_uring_classic_poll", "hp_cpoll_in", VIA_FENTRY),
+	TRAMP("classic_poll_exit", "io_uring_classic_poll", "hp_cpoll_out", VIA_FEXIT),
+};
+#define NPROGS (int)(sizeof(progs) / sizeof(progs[0]))
+
+/* ------------------------------------------------------------------------------ options */
+
+static struct {
+	bool force_tracepoint;
+	__u32 test_tgid;
+	__u32 calib_pct;
+	const char *exclude;
+	__u64 ring_key[2];
+	int verbose;
+} opt = { .calib_pct = 200 };
+
+static volatile sig_atomic_t stop;
+static void on_signal(int s) { (void)s; stop = 1; }
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------------------------- output */
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void fatal(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	printf("{\"type\":\"fatal\",\"msg\":");
+	json_str(msg);
+	printf("}\n");
+	fflush(stdout);
+	fprintf(stderr, "hybridpoll-bpf: %s\n", msg);
+	exit(1);
+}
+
+/* ------------------------------------------------------------------ libbpf log capture */
+
+/* The first program named in a warning during a load is the one that failed; the verifier's
+ * last line before the end of its log says why. */
+static struct {
+	bool on;
+	char prog[64];
+	char msg[160];
+	char last_log[160];
+	char verifier[160];
+	bool in_log;
+} cap;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[1024];
+	const char *p, *q;
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	if (opt.verbose > 1 || (opt.verbose && level <= LIBBPF_INFO))
+		fputs(line, stderr);
+	if (!cap.on || level != LIBBPF_WARN)
+		return 0;
+	line[strcspn(line, "\n")] = 0;
+	if (strstr(line, "-- BEGIN PROG LOAD LOG --")) {
+		cap.in_log = true;
+		return 0;
+	}
+	if (strstr(line, "-- END PROG LOAD LOG --")) {
+		cap.in_log = false;
+		snprintf(cap.verifier, sizeof(cap.verifier), "%s", cap.last_log);
+		return 0;
+	}
+	if (cap.in_log) {
+		if (line[0])
+			snprintf(cap.last_log, sizeof(cap.last_log), "%.150s", line);
+		return 0;
+	}
+	if (!cap.prog[0] && (p = strstr(line, "prog '")) && (q = strchr(p + 6, '\''))) {
+		snprintf(cap.prog, sizeof(cap.prog), "%.*s", (int)(q - p - 6), p + 6);
+		q += (q[1] == ':') ? 2 : 1;
+		while (*q == ' ')
+			q++;
+		snprintf(cap.msg, sizeof(cap.msg), "%s", q);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ BTF probing */
+
+static struct btf *vmlinux;
+
+/* Loads "r0 = 0; exit" as a tracing program with the real attach target: refused with EPERM
+ * where the kernel forbids trampolines, ENOENT/EINVAL where the target cannot be traced. */
+static int probe_stub(__u32 btf_id, enum bpf_attach_type at)
+{
+	struct bpf_insn insns[2] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = at, .attach_btf_id = btf_id);
+	int fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "hp_probe", "GPL", insns, 2, &o);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+/* NULL when this variant can be tried, else why not */
+static const char *variant_problem(const struct logical *l, const struct variant *v)
+{
+	static char why[160];
+	char name[128];
+	int id, err;
+
+	switch (v->via) {
+	case VIA_TP_BTF:
+		snprintf(name, sizeof(name), "btf_trace_%s", l->target);
+		id = btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF);
+		if (id <= 0)
+			return "tracepoint not in kernel BTF";
+		err = probe_stub(id, BPF_TRACE_RAW_TP);
+		break;
+	case VIA_FENTRY:
+	case VIA_FEXIT:
+		id = btf__find_by_name_kind(vmlinux, l->target, BTF_KIND_FUNC);
+		if (id <= 0)
+			return "function not in kernel BTF (absent or inlined)";
+		err = probe_stub(id, v->via == VIA_FENTRY ? BPF_TRACE_FENTRY : BPF_TRACE_FEXIT);
+		break;
+	default:
+		return NULL;
+	}
+	if (!err)
+		return NULL;
+	snprintf(why, sizeof(why), "probe load refused: %s", strerror(-err));
+	return why;
+}
+
+/* number of tracepoint arguments, from the btf_trace_<tp> typedef (first param is the context) */
+static int tp_nargs(const char *tp)
+{
+	char name[128];
+	const struct btf_type *t;
+	int id;
+
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	id = btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF);
+	if (id <= 0)
+		return -1;
+	t = btf__type_by_id(vmlinux, id);
+	while (t && (btf_is_typedef(t) || btf_is_ptr(t)))
+		t = btf__type_by_id(vmlinux, t->type);
+	if (!t || !btf_is_func_proto(t))
+		return -1;
+	return btf_vlen(t) - 1;
+}
+
+/* struct s has a member m, also inside anonymous structs/unions */
+static bool has_member_in(const struct btf_type *t, const char *m, int depth)
+{
+	const struct btf_member *mem = btf_members(t);
+
+	for (int i = 0; i < btf_vlen(t); i++, mem++) {
+		const char *n = btf__name_by_offset(vmlinux, mem->name_off);
+		const struct btf_type *mt;
+
+		if (n && *n) {
+			if (!strcmp(n, m))
+				return true;
+			continue;
+		}
+		mt = btf__type_by_id(vmlinux, mem->type);
+		while (mt && btf_is_mod(mt))
+			mt = btf__type_by_id(vmlinux, mt->type);
+		if (mt && btf_is_composite(mt) && depth < 4 && has_member_in(mt, m, depth + 1))
+			return true;
+	}
+	return false;
+}
+
+static bool has_member(const char *s, const char *m)
+{
+	int id = btf__find_by_name_kind(vmlinux, s, BTF_KIND_STRUCT);
+
+	return id > 0 && has_member_in(btf__type_by_id(vmlinux, id), m, 0);
+}
+
+/* which request flag marks polled I/O on this kernel, for the hello line */
+static const char *polled_flag_name(void)
+{
+	int id = btf__find_by_name_kind(vmlinux, "req_flag_bits", BTF_KIND_ENUM);
+	const struct btf_type *t;
+	const struct btf_enum *e;
+	static char buf[64];
+
+	if (id <= 0)
+		return "unknown";
+	t = btf__type_by_id(vmlinux, id);
+	e = btf_enum(t);
+	for (int i = 0; i < btf_vlen(t); i++, e++) {
+		const char *n = btf__name_by_offset(vmlinux, e->name_off);
+
+		if (!strcmp(n, "__REQ_POLLED") || !strcmp(n, "__REQ_HIPRI")) {
+			snprintf(buf, sizeof(buf), "%s=%d", n, e->val);
+			return buf;
+		}
+	}
+	return "none";
+}
+
+/* ----------------------------------------------------------------------- load + attach */
+
+static bool in_list(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return true;
+	return false;
+}
+
+static void disable_poll_path(const char *why, const struct logical *culprit)
+{
+	for (int i = 0; i < NPROGS; i++) {
+		struct logical *l = &progs[i];
+
+		if (!l->poll_path || l->chosen < 0)
+			continue;
+		l->chosen = -1;
+		if (l != culprit)
+			snprintf(l->reason, sizeof(l->reason), "%s", why);
+	}
+}
+
+static struct logical *find_prog(const char *name, int *vi)
+{
+	for (int i = 0; i < NPROGS; i++)
+		for (int j = 0; j < progs[i].nv; j++)
+			if (!strcmp(progs[i].v[j].prog, name)) {
+				*vi = j;
+				return &progs[i];
+			}
+	return NULL;
+}
+
+static bool fentry_selected(void)
+{
+	for (int i = 0; i < NPROGS; i++)
+		if (progs[i].poll_path && progs[i].chosen < 0)
+			return false;
+	return true;
+}
+
+static void destroy_links(void)
+{
+	for (int i = 0; i < NPROGS; i++) {
+		bpf_link__destroy(progs[i].link);
+		progs[i].link = NULL;
+	}
+}
+
+/* One try: open, configure, load, attach. Returns the skeleton, or NULL after adjusting the
+ * program table for the next try. */
+static struct hpoll *attempt(bool issue_arg1)
+{
+	struct hpoll *skel = hpoll__open();
+	bool fentry = fentry_selected();
+	struct bpf_program *p;
+	int err, vi;
+
+	if (!skel)
+		fatal("cannot open the BPF object: %s", strerror(errno));
+	skel->rodata->fentry_path = fentry;
+	skel->rodata->issue_arg1 = issue_arg1;
+	skel->rodata->test_tgid = opt.test_tgid;
+	skel->rodata->calib_pct = opt.calib_pct;
+	bpf_object__for_each_program(p, skel->obj) {
+		struct logical *l = find_prog(bpf_program__name(p), &vi);
+
+		bpf_program__set_autoload(p, l && l->chosen == vi);
+	}
+
+	memset(&cap, 0, sizeof(cap));
+	cap.on = true;
+	err = hpoll__load(skel);
+	cap.on = false;
+	if (err) {
+		struct logical *l = cap.prog[0] ? find_prog(cap.prog, &vi) : NULL;
+
+		if (!l)
+			fatal("loading the BPF object failed: %s%s%s", strerror(-err),
+			      cap.msg[0] ? ": " : "", cap.msg);
+		snprintf(l->reason, sizeof(l->reason), "%s load failed: %.100s%s%.120s", via_names[l->v[vi].via],
+			 cap.msg, cap.verifier[0] ? ": " : "", cap.verifier);
+		if (l->poll_path)
+			disable_poll_path("fentry path incomplete: another poll program failed", l);
+		else
+			l->chosen = vi + 1 < l->nv ? vi + 1 : -1;
+		hpoll__destroy(skel);
+		return NULL;
+	}
+
+	for (int i = 0; i < NPROGS; i++) {
+		struct logical *l = &progs[i];
+
+		if (l->chosen < 0)
+			continue;
+		p = bpf_object__find_program_by_name(skel->obj, l->v[l->chosen].prog);
+		l->link = bpf_program__attach(p);
+		if (l->link)
+			continue;
+		err = -errno;
+		snprintf(l->reason, sizeof(l->reason), "%s attach failed: %s", via_names[l->v[l->chosen].via],
+			 strerror(-err));
+		if (l->poll_path) {
+			disable_poll_path("fentry path incomplete: another poll program failed", l);
+		} else if (l->chosen + 1 < l->nv) {
+			l->chosen++;
+		} else {
+			l->chosen = -1; /* stays loaded, unattached; the others run */
+			continue;
+		}
+		destroy_links();
+		hpoll__destroy(skel);
+		return NULL;
+	}
+	return skel;
+}
+
+/* ------------------------------------------------------------------------------ dumping */
+
+static int ncpu;
+
+static __u64 mix64(__u64 x)
+{
+	x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27; x *= 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* a stable id for a ring that does not reveal the kernel pointer */
+static __u64 ring_id(__u64 ptr)
+{
+	return mix64(mix64(ptr ^ opt.ring_key[0]) ^ opt.ring_key[1]) >> 16;
+}
+
+static bool pid_alive(__u32 pid)
+{
+	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+static void dump_hists(struct hpoll *skel)
+{
+	int fd = bpf_map__fd(skel->maps.hists);
+	size_t vsz = (sizeof(struct hist) + 7) & ~7UL;
+	void *vals = calloc(ncpu, vsz);
+	struct hist_key key, *prev = NULL;
+	bool first = true;
+
+	printf("\"hists\":[");
+	while (vals && bpf_map_get_next_key(fd, prev, &key) == 0) {
+		struct hist agg = {};
+		__u64 count = 0;
+		bool f = true;
+
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, vals) || key.kind >= HK_MAX)
+			continue;
+		for (int c = 0; c < ncpu; c++) {
+			struct hist *h = (struct hist *)((char *)vals + c * vsz);
+
+			for (int i = 0; i < HP_NB; i++)
+				agg.slots[i] += h->slots[i];
+			agg.sum += h->sum;
+			agg.aux0 += h->aux0;
+			agg.aux1 += h->aux1;
+		}
+		for (int i = 0; i < HP_NB; i++)
+			count += agg.slots[i];
+		/* the count is the sum of the buckets, so _count always equals the +Inf bucket */
+		printf("%s{\"dev\":\"%u:%u\",\"kind\":\"%s\",\"count\":%llu,\"sum\":%llu,\"aux0\":%llu,"
+		       "\"aux1\":%llu,\"b\":[", first ? "" : ",", key.dev >> 20, key.dev & 0xfffff,
+		       kind_names[key.kind], (unsigned long long)count, (unsigned long long)agg.sum,
+		       (unsigned long long)agg.aux0, (unsigned long long)agg.aux1);
+		for (int i = 0; i < HP_NB; i++) {
+			if (!agg.slots[i])
+				continue;
+			printf("%s[%d,%llu]", f ? "" : ",", i, (unsigned long long)agg.slots[i]);
+			f = false;
+		}
+		printf("]}");
+		first = false;
+	}
+	printf("]");
+	free(vals);
+}
+
+static void dump_devs(struct hpoll *skel)
+{
+	int cfd = bpf_map__fd(skel->maps.dev_ctrs), kfd = bpf_map__fd(skel->maps.calib);
+	size_t vsz = (sizeof(struct dev_ctr) + 7) & ~7UL;
+	void *vals = calloc(ncpu, vsz);
+	__u32 key, *prev = NULL;
+	bool first = true;
+
+	/* every device with counters or a calibration */
+	printf(",\"devs\":[");
+	for (int pass = 0; pass < 2 && vals; pass++) {
+		int fd = pass ? kfd : cfd;
+
+		prev = NULL;
+		while (bpf_map_get_next_key(fd, prev, &key) == 0) {
+			struct dev_ctr agg = {};
+			struct dev_calib cal = {};
+
+			prev = &key;
+			if (pass && !bpf_map_lookup_elem(cfd, &key, vals))
+				continue; /* printed in the first pass */
+			if (!bpf_map_lookup_elem(cfd, &key, vals))
+				for (int c = 0; c < ncpu; c++) {
+					struct dev_ctr *d = (struct dev_ctr *)((char *)vals + c * vsz);
+
+					agg.polled_ios += d->polled_ios;
+					agg.exact += d->exact;
+					agg.calibrated += d->calibrated;
+					agg.unmatched += d->unmatched;
+				}
+			bpf_map_lookup_elem(kfd, &key, &cal);
+			printf("%s{\"dev\":\"%u:%u\",\"polled_ios\":%llu,\"classified_exact\":%llu,"
+			       "\"classified_calibrated\":%llu,\"sleeps_unmatched\":%llu,\"min_found_ns\":%llu,"
+			       "\"found_threshold_ns\":%llu,\"min_dev_ns\":%llu}", first ? "" : ",",
+			       key >> 20, key & 0xfffff, (unsigned long long)agg.polled_ios,
+			       (unsigned long long)agg.exact, (unsigned long long)agg.calibrated,
+			       (unsigned long long)agg.unmatched, (unsigned long long)cal.min_found_ns,
+			       (unsigned long long)(cal.min_found_ns * opt.calib_pct / 100),
+			       (unsigned long long)cal.min_dev_ns);
+			first = false;
+		}
+	}
+	printf("]");
+	free(vals);
+}
+
+static void dump_rings(struct hpoll *skel)
+{
+	int fd = bpf_map__fd(skel->maps.rings);
+	__u64 key, *prev = NULL, dead[64];
+	int ndead = 0;
+	bool first = true;
+
+	printf(",\"rings\":[");
+	while (bpf_map_get_next_key(fd, prev, &key) == 0) {
+		struct ring_st r;
+		char comm[17];
+
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &r))
+			continue;
+		if (!pid_alive(r.tgid)) {
+			if (ndead < 64)
+				dead[ndead++] = key;
+			continue;
+		}
+		memcpy(comm, r.comm, 16);
+		comm[16] = 0;
+		printf("%s{\"ring\":\"%012llx\",\"pid\":%u,\"comm\":", first ? "" : ",",
+		       (unsigned long long)ring_id(key), r.tgid);
+		json_str(comm);
+		printf(",\"flags\":%u,\"hpt\":", r.flags);
+		if (r.hpt >= 0x7fffffffffffffffULL)
+			printf("null");
+		else
+			printf("%llu", (unsigned long long)r.hpt);
+		printf(",\"sleeps\":%llu,\"passes\":%llu}", (unsigned long long)r.sleeps,
+		       (unsigned long long)r.passes);
+		first = false;
+	}
+	printf("]");
+	/* rings of exited processes: the LRU would evict them eventually, but not report them */
+	for (int i = 0; i < ndead; i++)
+		bpf_map_delete_elem(fd, &dead[i]);
+}
+
+static void dump_counters(struct hpoll *skel)
+{
+	int fd = bpf_map__fd(skel->maps.counters);
+	__u64 *pc = calloc(ncpu, sizeof(__u64));
+
+	printf(",\"counters\":{");
+	for (__u32 i = 0; i < C_MAX; i++) {
+		unsigned long long v = 0;
+
+		if (pc && !bpf_map_lookup_elem(fd, &i, pc))
+			for (int c = 0; c < ncpu; c++)
+				v += pc[c];
+		printf("%s\"%s\":%llu", i ? "," : "", ctr_names[i], v);
+	}
+	printf("},\"gates\":{\"polled_tasks\":%lld,\"sleepers\":%lld}",
+	       (long long)skel->bss->polled_tasks, (long long)skel->bss->sleepers);
+	free(pc);
+}
+
+static int bpf_stats_enabled(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/bpf_stats_enabled", "r");
+	int v = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+/* run time and count per program (kernel.bpf_stats_enabled=1), recursion misses always */
+static void dump_progs(struct hpoll *skel)
+{
+	bool first = true;
+
+	printf(",\"bpf_stats\":%d,\"progs\":{", bpf_stats_enabled());
+	for (int i = 0; i < NPROGS; i++) {
+		struct logical *l = &progs[i];
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		struct bpf_program *p;
+
+		if (l->chosen < 0 || !l->link)
+			continue;
+		p = bpf_object__find_program_by_name(skel->obj, l->v[l->chosen].prog);
+		if (!p || bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len))
+			continue;
+		printf("%s\"%s\":{\"run_ns\":%llu,\"run_cnt\":%llu,\"recursion_misses\":%llu}",
+		       first ? "" : ",", l->name, (unsigned long long)info.run_time_ns,
+		       (unsigned long long)info.run_cnt, (unsigned long long)info.recursion_misses);
+		first = false;
+	}
+	printf("}");
+}
+
+static void dump(struct hpoll *skel, const char *id)
+{
+	printf("{\"type\":\"snap\",\"id\":");
+	json_str(id);
+	printf(",\"t\":%llu,", now_ns());
+	dump_hists(skel);
+	dump_devs(skel);
+	dump_rings(skel);
+	dump_counters(skel);
+	dump_progs(skel);
+	printf("}\n");
+	fflush(stdout);
+}
+
+static void hello(bool issue_arg1, int attempts, unsigned long long t0)
+{
+	struct utsname u;
+	bool first = true;
+
+	uname(&u);
+	printf("{\"type\":\"hello\",\"proto\":%d,\"version\":\"%s\",\"pid\":%d,\"ncpu\":%d,\"nb\":%d,"
+	       "\"kernel\":", PROTO, HP_VERSION, (int)getpid(), ncpu, HP_NB);
+	json_str(u.release);
+	printf(",\"poll_path\":\"%s\",\"programs\":{", fentry_selected() ? "fentry" : "tracepoint");
+	for (int i = 0; i < NPROGS; i++) {
+		struct logical *l = &progs[i];
+
+		printf("%s\"%s\":{", first ? "" : ",", l->name);
+		first = false;
+		if (l->link) {
+			printf("\"state\":\"attached\",\"via\":\"%s\"", via_names[l->v[l->chosen].via]);
+			if (l->reason[0]) { /* the preferred variant failed first */
+				printf(",\"note\":");
+				json_str(l->reason);
+			}
+		} else {
+			printf("\"state\":\"%s\",\"reason\":", l->disabled ? "disabled" : "failed");
+			json_str(l->reason[0] ? l->reason : "not attached");
+		}
+		printf("}");
+	}
+	printf("},\"issue_arg\":%d,\"polled_flag\":\"%s\",\"hybrid_poll_time\":%s,\"test_tgid\":%u,"
+	       "\"calib_pct\":%u,\"attempts\":%d,\"load_us\":%llu}\n",
+	       issue_arg1, polled_flag_name(), has_member("io_ring_ctx", "hybrid_poll_time") ? "true" : "false",
+	       opt.test_tgid, opt.calib_pct, attempts, (now_ns() - t0) / 1000);
+	fflush(stdout);
+}
+
+/* ------------------------------------------------------------------------ request loop */
+
+static void handle(struct hpoll *skel, char *line)
+{
+	char *id;
+
+	line[strcspn(line, "\r")] = 0;
+	if (!strcmp(line, "quit")) {
+		stop = 1;
+		return;
+	}
+	if (!strncmp(line, "snap", 4) && (line[4] == ' ' || !line[4])) {
+		id = line[4] ? line + 5 : "";
+		dump(skel, id);
+		return;
+	}
+	printf("{\"type\":\"error\",\"msg\":");
+	json_str("unknown request (expected \"snap <id>\" or \"quit\")");
+	printf("}\n");
+	fflush(stdout);
+}
+
+static void serve(struct hpoll *skel)
+{
+	char buf[REQ_MAX];
+	size_t len = 0;
+	bool skipping = false;
+	struct pollfd pfd = { .fd = 0, .events = POLLIN };
+
+	while (!stop) {
+		ssize_t n;
+		char *nl;
+
+		if (poll(&pfd, 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		n = read(0, buf + len, sizeof(buf) - 1 - len);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			break; /* EOF: the exporter went away */
+		}
+		len += n;
+		buf[len] = 0;
+		while (!stop && (nl = memchr(buf, '\n', len))) {
+			*nl = 0;
+			if (!skipping)
+				handle(skel, buf);
+			skipping = false;
+			len -= nl + 1 - buf;
+			memmove(buf, nl + 1, len);
+			buf[len] = 0;
+		}
+		if (len == sizeof(buf) - 1) {
+			/* an oversized request: answer once, drop it up to its newline */
+			printf("{\"type\":\"error\",\"msg\":\"request line too long\"}\n");
+			fflush(stdout);
+			skipping = true;
+			len = 0;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------------- main */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: hybridpoll-bpf [options]\n"
+		"  --force-tracepoint     do not use fentry/fexit; use the tracepoint-only poll path\n"
+		"  --exclude PROG,...     do not load these programs (names as in the hello line)\n"
+		"  --calib-pct N          found_slept threshold: N%% of the shortest found time (default 200)\n"
+		"  --test-sleeper-tgid P  test mode: timed sleeps of process P count as hybrid sleeps (device 0:0)\n"
+		"  --ring-key HEX32       key for ring ids (default: random per run)\n"
+		"  -v, --verbose          libbpf messages on stderr (twice: debug)\n"
+		"  --version, --help\n"
+		"Protocol on stdin/stdout: see src/bpf/README.md.\n");
+}
+
+static void parse_args(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "force-tracepoint", no_argument, 0, 'F' },
+		{ "exclude", required_argument, 0, 'x' },
+		{ "calib-pct", required_argument, 0, 'c' },
+		{ "test-sleeper-tgid", required_argument, 0, 'T' },
+		{ "ring-key", required_argument, 0, 'k' },
+		{ "verbose", no_argument, 0, 'v' },
+		{ "version", no_argument, 0, 'V' },
+		{ "help", no_argument, 0, 'h' },
+		{ 0 },
+	};
+	char *end;
+	int c;
+
+	if (getrandom(opt.ring_key, sizeof(opt.ring_key), 0) != sizeof(opt.ring_key))
+		opt.ring_key[0] = now_ns(), opt.ring_key[1] = getpid();
+	while ((c = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'F': opt.force_tracepoint = true; break;
+		case 'x': opt.exclude = optarg; break;
+		case 'c':
+			opt.calib_pct = strtoul(optarg, &end, 10);
+			if (*end || opt.calib_pct < 100 || opt.calib_pct > 10000)
+				fatal("--calib-pct must be an integer in 100..10000");
+			break;
+		case 'T':
+			opt.test_tgid = strtoul(optarg, &end, 10);
+			if (*end || !opt.test_tgid)
+				fatal("--test-sleeper-tgid must be a process id");
+			break;
+		case 'k':
+			if (strlen(optarg) != 32 || sscanf(optarg, "%16llx%16llx", (unsigned long long *)&opt.ring_key[0],
+							   (unsigned long long *)&opt.ring_key[1]) != 2)
+				fatal("--ring-key must be 32 hex digits");
+			break;
+		case 'v': opt.verbose++; break;
+		case 'V': printf("hybridpoll-bpf %s\n", HP_VERSION); exit(0);
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); exit(2);
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		exit(2);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long long t0 = now_ns();
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct hpoll *skel = NULL;
+	bool issue_arg1;
+	int attempts, nargs;
+
+	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+	parse_args(argc, argv);
+	/* no SA_RESTART: a signal must interrupt poll() and read() */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGPIPE, &sa, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	libbpf_set_print(libbpf_print);
+	ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0)
+		fatal("cannot count possible CPUs: %s", strerror(-ncpu));
+
+	vmlinux = btf__load_vmlinux_btf();
+	if (!vmlinux)
+		fatal("no kernel BTF (/sys/kernel/btf/vmlinux): %s", strerror(errno));
+	nargs = tp_nargs("block_rq_issue");
+	issue_arg1 = nargs == 2; /* (q, rq) before 5.11, (rq) since */
+
+	for (int i = 0; i < NPROGS; i++) {
+		struct logical *l = &progs[i];
+		const char *why;
+
+		l->chosen = -1;
+		if (opt.exclude && in_list(opt.exclude, l->name)) {
+			l->disabled = true;
+			snprintf(l->reason, sizeof(l->reason), "excluded by --exclude");
+			continue;
+		}
+		if (l->poll_path && opt.force_tracepoint) {
+			l->disabled = true;
+			snprintf(l->reason, sizeof(l->reason), "tracepoint path forced (--force-tracepoint)");
+			continue;
+		}
+		for (int j = 0; j < l->nv && l->chosen < 0; j++) {
+			why = variant_problem(l, &l->v[j]);
+			if (!why)
+				l->chosen = j;
+			else
+				snprintf(l->reason, sizeof(l->reason), "%s: %s", via_names[l->v[j].via], why);
+		}
+	}
+	if (!fentry_selected()) {
+		const char *why = opt.force_tracepoint ? "tracepoint path forced (--force-tracepoint)"
+						       : "fentry path incomplete: another poll program failed";
+
+		for (int i = 0; i < NPROGS; i++)
+			if (progs[i].poll_path && progs[i].chosen >= 0) {
+				progs[i].chosen = -1;
+				snprintf(progs[i].reason, sizeof(progs[i].reason), "%s", why);
+			}
+	}
+	for (attempts = 1; attempts <= MAX_ATTEMPTS && !skel; attempts++)
+		skel = attempt(issue_arg1);
+	if (!skel)
+		fatal("no working program set after %d attempts", MAX_ATTEMPTS);
+	attempts--;
+
+	hello(issue_arg1, attempts, t0);
+	serve(skel);
+	destroy_links();
+	hpoll__destroy(skel);
+	btf__free(vmlinux);
+	return 0;
+}
