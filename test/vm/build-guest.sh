@@ -95,7 +95,7 @@ EOF
   echo "$kver" >"$G/kernel-release"
   sz=$(( $(du -sxm "$R" | cut -f1) * 13 / 10 + 200 ))
   log "mkfs.ext4 -d root.img (${sz} MB)"
-  mkfs.ext4 -q -F -L hproot -d "$R" "$G/root.img.tmp" "${sz}M"
+  mkfs.ext4 -q -F -L hproot -d "$R" "$G/root.img.tmp" "${sz}M" >&2
   mv "$G/root.img.tmp" "$G/root.img"
   rm -rf "$R" # the image is the cache; the tree is not needed again
   log "root image ready: kernel $kver"
@@ -129,7 +129,7 @@ P=$CACHE/project/$PKEY.img
 mkdir -p "$CACHE/project"
 if [ ! -e "$P" ]; then
   sz=$(( $(du -sxm "$STAGE" | cut -f1) * 13 / 10 + 16 ))
-  mkfs.ext4 -q -F -L hpproject -d "$STAGE" "$P.tmp" "${sz}M"
+  mkfs.ext4 -q -F -L hpproject -d "$STAGE" "$P.tmp" "${sz}M" >&2
   mv "$P.tmp" "$P"
   log "project disk $PKEY built (${sz} MB)"
   ls -t "$CACHE"/project/*.img | tail -n +4 | xargs -r rm -f # keep the 3 newest

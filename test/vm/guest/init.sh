@@ -7,6 +7,9 @@ ip link set lo up
 ip link set eth0 up
 ip addr add 10.0.2.15/24 dev eth0
 ip route add default via 10.0.2.2
+# nvme is a module in Debian's kernel: it takes nvme.poll_queues from the kernel command line.
+modprobe nvme
+for i in $(seq 100); do ls /sys/block | grep -q '^nvme' && break; sleep 0.1; done
 echo "HPVM: kernel $(uname -r), $(nproc) cpus, $(grep -o 'nvme.poll_queues=[0-9]*' /proc/cmdline)"
 dmesg | grep -E 'nvme nvme[0-9]+: .*queues' | sed 's/^/HPVM: /'
 exec node /opt/hp/guest/agent.mjs

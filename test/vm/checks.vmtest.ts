@@ -1,0 +1,20 @@
+// The truth checks of issue 5 on one guest boot (see test/vm/setup.ts and docs/validation.md).
+// Each check compares figures of the same session; its failure message carries the numbers.
+import { describe, expect, inject, it } from 'vitest';
+import { allChecks } from './lib/checks.js';
+import { loadSession } from './lib/lab.js';
+
+const skip = inject('vmSkip');
+if (skip) console.warn(`*** SKIPPED: ${skip} ***`);
+
+describe.skipIf(!!skip)('guest VM: real hybrid polling, measured by the exporter', () => {
+  const session = skip ? undefined : loadSession(inject('vmSession'));
+  it('the session ran every workload', () => {
+    expect(session?.error, `session stopped early: ${session?.error}`).toBeUndefined();
+  });
+  for (const c of session ? allChecks(session) : []) {
+    it(`[${c.scenario}] ${c.id}: ${c.title}`, () => {
+      expect(c.pass, `${c.title} [${c.scenario}]: ${c.measured} — bound ${c.bound}`).toBe(true);
+    });
+  }
+});

@@ -1,0 +1,198 @@
+// Control agent of the VM-suite guest (plain Node, no dependencies). The host drives every step
+// through it over a hostfwd port on 127.0.0.1: start the exporter (serve or record), run hpdrive,
+// read files, power off. It only runs the fixed binaries of the project disk, with validated options.
+import { spawn, execFileSync } from 'node:child_process';
+import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+
+const PORT = Number(process.env.HPVM_AGENT_PORT ?? 9100);
+const EXPORTER_PORT = 9742;
+const APP = '/opt/hp/app/dist/cli.js';
+const HPDRIVE = '/opt/hp/bin/hpdrive';
+const LOADER = '/opt/hp/bin/hybridpoll-bpf';
+
+const read = (p) => {
+  try {
+    return readFileSync(p, 'utf8').trim();
+  } catch {
+    return null;
+  }
+};
+const log = (msg) => process.stdout.write(`HPVM: agent: ${msg}\n`);
+
+/** What the guest kernel shows about polling, for the host's sanity checks and the report. */
+function info() {
+  const devices = readdirSync('/sys/block')
+    .filter((d) => d.startsWith('nvme'))
+    .map((name) => {
+      const dbg = `/sys/kernel/debug/block/${name}`;
+      const hctx = {};
+      if (existsSync(dbg)) for (const h of readdirSync(dbg).filter((x) => x.startsWith('hctx'))) hctx[h] = read(`${dbg}/${h}/type`);
+      return {
+        name,
+        serial: read(`/sys/block/${name}/device/serial`),
+        majmin: read(`/sys/block/${name}/dev`),
+        io_poll: read(`/sys/block/${name}/queue/io_poll`),
+        io_poll_delay: read(`/sys/block/${name}/queue/io_poll_delay`),
+        max_sectors_kb: read(`/sys/block/${name}/queue/max_sectors_kb`),
+        hctx,
+      };
+    });
+  return {
+    release: read('/proc/sys/kernel/osrelease'),
+    cmdline: read('/proc/cmdline'),
+    nproc: readdirSync('/sys/devices/system/cpu').filter((c) => /^cpu\d+$/.test(c)).length,
+    pollQueuesParam: read('/sys/module/nvme/parameters/poll_queues'),
+    node: process.version,
+    loader: existsSync(LOADER),
+    devices,
+    uptime: Number(read('/proc/uptime')?.split(' ')[0]),
+  };
+}
+
+/** One child at a time per role; output kept for the host. */
+function start(role, file, args) {
+  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const st = { child, stdout: '', stderr: '', exit: null };
+  child.stdout.on('data', (d) => (st.stdout += d));
+  child.stderr.on('data', (d) => {
+    st.stderr += d;
+    if (st.stderr.length > 1_000_000) st.stderr = st.stderr.slice(-500_000);
+  });
+  st.done = new Promise((ok) =>
+    child.on('close', (code, signal) => {
+      st.exit = { code, signal };
+      ok(st.exit);
+    }),
+  );
+  child.on('error', (e) => (st.stderr += `spawn error: ${e.message}\n`));
+  log(`${role} started pid ${child.pid}: ${file} ${args.join(' ')}`);
+  return st;
+}
+
+let drive = null;
+let exporter = null;
+
+const MODES = new Set(['irq', 'poll', 'hybrid']);
+function driveArgs(b) {
+  if (!/^\/dev\/nvme\d+n\d+$/.test(b.device ?? '')) throw new Error('device must be /dev/nvmeXnY');
+  if (!MODES.has(b.mode)) throw new Error('mode must be irq, poll or hybrid');
+  const int = (v, lo, hi, name) => {
+    if (!Number.isInteger(v) || v < lo || v > hi) throw new Error(`${name} must be an integer in [${lo}, ${hi}]`);
+    return String(v);
+  };
+  const a = ['-m', b.mode, '-q', int(b.qd ?? 1, 1, 1024, 'qd'), '-b', int(b.bs ?? 4096, 512, 1 << 20, 'bs')];
+  if (b.ios !== undefined) a.push('-n', int(b.ios, 1, 1e9, 'ios'));
+  else a.push('-t', String(Number(b.secs ?? 5)));
+  if (b.seed !== undefined) a.push('-s', int(b.seed, 1, 2 ** 31, 'seed'));
+  return [...a, b.device];
+}
+
+// Flags the host may pass to the exporter: only the product's own option families.
+const FLAG = /^--(bpf|model|collector|log|no-collector|record|out|interval|duration)[.\w-]*(=.*)?$|^[^-].*$/;
+async function startExporter(b) {
+  if (exporter && exporter.exit === null) throw new Error('exporter already running');
+  const command = b.command ?? 'serve';
+  if (!['serve', 'record'].includes(command)) throw new Error('command must be serve or record');
+  const args = b.args ?? [];
+  for (const a of args) if (typeof a !== 'string' || !FLAG.test(a)) throw new Error(`flag not allowed: ${a}`);
+  const full = [APP, command, ...args];
+  if (command === 'serve') full.push(`--web.listen-address=:${EXPORTER_PORT}`);
+  if (existsSync(LOADER) && !args.some((a) => a.startsWith('--bpf.loader'))) full.push(`--bpf.loader=${LOADER}`);
+  const t0 = Date.now();
+  exporter = start('exporter', process.execPath, full);
+  const ready = b.readyPattern ? new RegExp(b.readyPattern) : command === 'serve' ? /msg=listening/ : null;
+  const timeoutMs = b.timeoutMs ?? 60_000;
+  if (ready) {
+    while (!ready.test(exporter.stderr) && !ready.test(exporter.stdout)) {
+      if (exporter.exit) throw new Error(`exporter exited ${JSON.stringify(exporter.exit)} before ready:\n${exporter.stderr.slice(-4000)}`);
+      if (Date.now() - t0 > timeoutMs) throw new Error(`exporter not ready after ${timeoutMs} ms:\n${exporter.stderr.slice(-4000)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  return { pid: exporter.child.pid, startMs: Date.now() - t0, log: exporter.stderr.slice(-4000) };
+}
+
+async function stopExporter() {
+  if (!exporter) return { running: false };
+  const st = exporter;
+  exporter = null;
+  if (st.exit === null) {
+    st.child.kill('SIGTERM');
+    const timer = setTimeout(() => st.child.kill('SIGKILL'), 15_000);
+    await st.done;
+    clearTimeout(timer);
+  }
+  return { exit: st.exit, log: st.stderr.slice(-20_000), stdout: st.stdout.slice(-20_000), bpfPrograms: bpfPrograms() };
+}
+
+/** BPF programs loaded in the guest now (the loader must leave none behind). */
+function bpfPrograms() {
+  try {
+    const j = JSON.parse(execFileSync('bpftool', ['prog', 'show', '-j'], { encoding: 'utf8' }));
+    return j.map((p) => ({ id: p.id, type: p.type, name: p.name }));
+  } catch (e) {
+    return { error: e.message };
+  }
+}
+
+const routes = {
+  'GET /info': async () => info(),
+  'POST /drive': async (b) => {
+    if (drive && drive.exit === null) throw new Error('hpdrive already running');
+    drive = start('hpdrive', HPDRIVE, driveArgs(b));
+    return { pid: drive.child.pid };
+  },
+  'POST /drive/wait': async () => {
+    if (!drive) throw new Error('no hpdrive started');
+    const exit = await drive.done;
+    const line = drive.stdout.trim().split('\n').pop() ?? '';
+    let result = null;
+    try {
+      result = JSON.parse(line);
+    } catch {
+      /* reported below as raw output */
+    }
+    return { exit, result, stdout: drive.stdout.slice(-4000), stderr: drive.stderr.slice(-4000) };
+  },
+  'POST /exporter/start': startExporter,
+  'POST /exporter/stop': stopExporter,
+  'GET /exporter/log': async () => ({ running: !!exporter && exporter.exit === null, log: exporter?.stderr.slice(-20_000) ?? '' }),
+  'GET /bpf/progs': async () => bpfPrograms(),
+  'POST /file': async (b) => {
+    if (!/^\/tmp\/hp-[\w.-]+$/.test(b.path ?? '')) throw new Error('only /tmp/hp-* files can be read');
+    return { content: readFileSync(b.path, 'utf8') };
+  },
+  'POST /poweroff': async () => {
+    setTimeout(async () => {
+      await stopExporter();
+      drive?.child.kill('SIGKILL');
+      server.close();
+      process.exit(0);
+    }, 100);
+    return { ok: true };
+  },
+};
+
+const server = createServer(async (req, res) => {
+  const url = new URL(req.url ?? '/', 'http://x');
+  const route = routes[`${req.method} ${url.pathname}`];
+  let body = '';
+  for await (const c of req) body += c;
+  let status = 200;
+  let out;
+  if (!route) {
+    status = 404;
+    out = { error: `no route ${req.method} ${url.pathname}` };
+  } else {
+    try {
+      out = await route(body ? JSON.parse(body) : {});
+    } catch (e) {
+      status = 400;
+      out = { error: e instanceof Error ? e.message : String(e) };
+    }
+  }
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(out));
+});
+server.listen(PORT, '0.0.0.0', () => log(`listening on :${PORT}`));

@@ -1,0 +1,215 @@
+// The truth checks of the VM suite (issue 5), as pure functions over one session's runs.
+// Within-run checks (exporter vs driver of the same run) must hold for every run; cross-run checks
+// (fentry vs tracepoint, traced vs untraced, model vs actual) pair runs of the same repetition and
+// judge the median ratio, since separate runs under TCG differ by noise the product did not cause.
+import { runFigures, type RunFigures } from './figures.js';
+import type { PollMode, Scenario, Session, Tracing } from './session.js';
+
+export interface CheckResult {
+  /** check number of issue 5 and a short key, e.g. "2 count" */
+  id: string;
+  scenario: string;
+  title: string;
+  /** the compared figures, human-readable */
+  measured: string;
+  /** the bound, human-readable */
+  bound: string;
+  pass: boolean;
+}
+
+export const BOUNDS = {
+  count: 0.02,
+  cpu: 0.1,
+  sleepsPerIo: 0.05,
+  requestedSleep: 0.15,
+  pathTotals: 0.15,
+  unchanged: 0.1,
+  model: 0.15,
+} as const;
+
+const pct = (x: number) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%`;
+const us = (s: number | undefined) => (s === undefined || !Number.isFinite(s) ? String(s) : `${(s * 1e6).toFixed(2)} µs`);
+const num = (x: number | undefined, d = 0) => (x === undefined || !Number.isFinite(x) ? String(x) : x.toFixed(d));
+
+/** a/b − 1, NaN when either side is missing. */
+export function relErr(a: number | undefined, b: number | undefined): number {
+  if (a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0) return NaN;
+  return a / b - 1;
+}
+
+export function median(xs: number[]): number {
+  const v = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  if (!v.length) return NaN;
+  const m = v.length >> 1;
+  return v.length % 2 ? v[m]! : (v[m - 1]! + v[m]!) / 2;
+}
+
+const within = (err: number, tol: number) => Number.isFinite(err) && Math.abs(err) <= tol;
+
+export class SessionRuns {
+  readonly figures: RunFigures[];
+  constructor(readonly session: Session) {
+    this.figures = session.runs.map(runFigures);
+  }
+  get(scenario: string, tracing: Tracing, mode: PollMode): RunFigures[] {
+    return this.figures.filter((f) => f.run.scenario === scenario && f.run.tracing === tracing && f.run.mode === mode);
+  }
+  /** Runs of two configurations paired by repetition. */
+  pairs(scenario: string, a: [Tracing, PollMode], b: [Tracing, PollMode]): [RunFigures, RunFigures][] {
+    const bs = this.get(scenario, ...b);
+    return this.get(scenario, ...a).flatMap((x) => {
+      const y = bs.find((r) => r.run.rep === x.run.rep);
+      return y ? [[x, y] as [RunFigures, RunFigures]] : [];
+    });
+  }
+}
+
+/** Check 1: what the exporter sees of the host and the hybrid ring (fentry path, hybrid run). */
+export function check1(s: SessionRuns, sc: Scenario): CheckResult[] {
+  const runs = s.get(sc.id, 'fentry', 'hybrid');
+  const e = runs[0]?.exporter;
+  const none = 'no scrape (fentry hybrid run missing)';
+  const ring = e?.ring;
+  return [
+    { id: '1 era', scenario: sc.id, title: 'era detection', measured: e ? `era=${e.era}` : none, bound: 'iouring_hybrid', pass: e?.era === 'iouring_hybrid' },
+    { id: '1 poll hctx', scenario: sc.id, title: 'poll hctx count', measured: e ? `hw_queues{type=poll}=${e.pollHctx}` : none, bound: '2', pass: e?.pollHctx === 2 },
+    { id: '1 io_poll', scenario: sc.id, title: 'queue/io_poll', measured: e ? `io_poll=${e.ioPoll}` : none, bound: '1', pass: e?.ioPoll === 1 },
+    {
+      id: '1 ring hpt',
+      scenario: sc.id,
+      title: "hybrid ring's hybrid_poll_time exported",
+      measured: ring ? `ring ${ring.ring} comm=${ring.comm} hybrid=${ring.hybrid} hybrid_poll_time=${us(ring.hybridPollTimeSeconds)}` : e ? `no ring_info for hpdrive pid ${runs[0]!.run.driver.pid}` : none,
+      bound: 'ring of the driver pid, hybrid, 0 < hpt < ∞',
+      pass: !!ring && ['true', '1'].includes(ring.hybrid) && ring.hybridPollTimeSeconds !== undefined && ring.hybridPollTimeSeconds > 0 && Number.isFinite(ring.hybridPollTimeSeconds),
+    },
+  ];
+}
+
+/** Worst case over runs of a within-run comparison. */
+function everyRun(runs: RunFigures[], f: (r: RunFigures) => { err: number; text: string }, tol: number) {
+  const all = runs.map(f);
+  const worst = all.reduce<{ err: number; text: string } | undefined>((w, x) => (!w || !(Math.abs(x.err) <= Math.abs(w.err)) ? x : w), undefined);
+  return { measured: all.map((x) => x.text).join('; ') || 'no runs', pass: all.length > 0 && all.every((x) => within(x.err, tol)), worst };
+}
+
+/** Check 2: classic poll on the fentry path: counts, no sleeps, spin CPU = the poller's CPU. */
+export function check2(s: SessionRuns, sc: Scenario): CheckResult[] {
+  const runs = s.get(sc.id, 'fentry', 'poll');
+  const count = everyRun(runs, (r) => {
+    const err = relErr(r.exporter?.polledIos, r.driver.ios);
+    return { err, text: `exporter ${num(r.exporter?.polledIos)} vs driver ${r.driver.ios} (${pct(err)})` };
+  }, BOUNDS.count);
+  const sleeps = runs.map((r) => r.exporter?.sleeps);
+  const spin = everyRun(runs, (r) => {
+    const err = relErr(r.exporter?.spin?.sum, r.driver.cpuSeconds);
+    return { err, text: `spin ${num(r.exporter?.spin?.sum, 3)} s vs poller CPU ${r.driver.cpuSeconds.toFixed(3)} s (${pct(err)})` };
+  }, BOUNDS.cpu);
+  return [
+    { id: '2 count', scenario: sc.id, title: 'classic: polled I/Os, exporter vs driver', measured: count.measured, bound: `±${BOUNDS.count * 100}%`, pass: count.pass },
+    { id: '2 sleeps', scenario: sc.id, title: 'classic: hybrid sleeps', measured: sleeps.map((x) => num(x)).join('; ') || 'no runs', bound: '0', pass: runs.length > 0 && sleeps.every((x) => x === 0) },
+    { id: '2 spin cpu', scenario: sc.id, title: "classic: exporter's spin CPU vs poller CPU", measured: spin.measured, bound: `±${BOUNDS.cpu * 100}%`, pass: spin.pass },
+  ];
+}
+
+/** Check 3: hybrid on the fentry path: one sleep per I/O, requested = hpt/2, CPU accounted. */
+export function check3(s: SessionRuns, sc: Scenario): CheckResult[] {
+  const runs = s.get(sc.id, 'fentry', 'hybrid');
+  const perIo = everyRun(runs, (r) => {
+    const x = (r.exporter?.sleeps ?? NaN) / r.driver.ios;
+    return { err: x - 1, text: `${num(r.exporter?.sleeps)} sleeps / ${r.driver.ios} I/Os = ${x.toFixed(3)}` };
+  }, BOUNDS.sleepsPerIo);
+  const req = everyRun(runs, (r) => {
+    const hpt = r.exporter?.ring?.hybridPollTimeSeconds;
+    const err = relErr(r.exporter?.sleepRequested?.mean, hpt === undefined ? undefined : hpt / 2);
+    return { err, text: `requested mean ${us(r.exporter?.sleepRequested?.mean)} vs hpt/2 ${us(hpt === undefined ? undefined : hpt / 2)} (${pct(err)})` };
+  }, BOUNDS.requestedSleep);
+  const cpu = everyRun(runs, (r) => {
+    const err = relErr(r.exporter?.measuredCpuPerIo, r.driver.cpuPerIo);
+    return { err, text: `exporter ${us(r.exporter?.measuredCpuPerIo)}/IO vs poller ${us(r.driver.cpuPerIo)}/IO (${pct(err)})` };
+  }, BOUNDS.cpu);
+  return [
+    { id: '3 sleeps/IO', scenario: sc.id, title: 'hybrid: sleeps per I/O', measured: perIo.measured, bound: `1 ±${BOUNDS.sleepsPerIo}`, pass: perIo.pass },
+    { id: '3 requested', scenario: sc.id, title: 'hybrid: requested sleep vs hybrid_poll_time/2', measured: req.measured, bound: `±${BOUNDS.requestedSleep * 100}%`, pass: req.pass },
+    { id: '3 cpu', scenario: sc.id, title: 'hybrid: measured on-CPU (spin+sleep/wake) vs poller CPU', measured: cpu.measured, bound: `±${BOUNDS.cpu * 100}%`, pass: cpu.pass },
+  ];
+}
+
+/** Median over paired repetitions of a cross-run relative error. */
+function paired(pairs: [RunFigures, RunFigures][], f: (a: RunFigures, b: RunFigures) => number, tol: number, fmt: (e: number) => string = pct) {
+  const errs = pairs.map(([a, b]) => f(a, b));
+  const m = median(errs);
+  return { err: m, measured: errs.length ? `${errs.map(fmt).join(', ')}${errs.length > 1 ? ` (median ${fmt(m)})` : ''}` : 'no paired runs', pass: within(m, tol) };
+}
+
+/** Check 4: fentry and tracepoint paths agree; neither changes the workload. */
+export function check4(s: SessionRuns, sc: Scenario): CheckResult[] {
+  const out: CheckResult[] = [];
+  const diff = (e: number) => `${e >= 0 ? '+' : ''}${(e * 100).toFixed(2)} pts`;
+  for (const mode of ['poll', 'hybrid'] as const) {
+    const fp = s.pairs(sc.id, ['fentry', mode], ['tracepoint', mode]);
+    const ratio = (r: RunFigures) => (r.exporter?.polledIos ?? NaN) / r.driver.ios;
+    const c = paired(fp, (a, b) => ratio(a) - ratio(b), BOUNDS.count, diff);
+    out.push({ id: '4 counts', scenario: sc.id, title: `${mode}: polled/driver I/Os, fentry − tracepoint`, measured: c.measured, bound: `±${BOUNDS.count * 100} pts`, pass: c.pass });
+    if (mode === 'hybrid') {
+      const sl = paired(fp, (a, b) => (a.exporter?.sleeps ?? NaN) / a.driver.ios - (b.exporter?.sleeps ?? NaN) / b.driver.ios, BOUNDS.count, diff);
+      out.push({ id: '4 counts', scenario: sc.id, title: 'hybrid: sleeps per I/O, fentry − tracepoint', measured: sl.measured, bound: `±${BOUNDS.count * 100} pts`, pass: sl.pass });
+      const perIo = (r: RunFigures, x: number | undefined) => (x ?? NaN) / r.driver.ios;
+      const off = paired(fp, (a, b) => relErr(perIo(b, b.exporter?.offcpu?.sum), perIo(a, a.exporter?.offcpu?.sum)), BOUNDS.pathTotals);
+      out.push({ id: '4 totals', scenario: sc.id, title: 'hybrid: sleep (off-CPU) time per I/O, tracepoint vs fentry', measured: off.measured, bound: `±${BOUNDS.pathTotals * 100}%`, pass: off.pass });
+      const spin = paired(fp, (a, b) => relErr(perIo(b, b.exporter?.spin?.sum), perIo(a, a.exporter?.spin?.sum)), BOUNDS.pathTotals);
+      out.push({ id: '4 totals', scenario: sc.id, title: 'hybrid: spin time per I/O, tracepoint vs fentry', measured: spin.measured, bound: `±${BOUNDS.pathTotals * 100}%`, pass: spin.pass });
+    }
+    for (const tracing of ['fentry', 'tracepoint'] as const) {
+      const tu = s.pairs(sc.id, [tracing, mode], ['untraced', mode]);
+      const iops = paired(tu, (a, b) => relErr(a.driver.iops, b.driver.iops), BOUNDS.unchanged);
+      const cpu = paired(tu, (a, b) => relErr(a.driver.cpuUtil, b.driver.cpuUtil), BOUNDS.unchanged);
+      // Sleeps per I/O is ~0 in classic mode: compare in absolute terms (0.1 sleeps per I/O).
+      const spi = paired(tu, (a, b) => a.driver.sleepsPerIo - b.driver.sleepsPerIo, BOUNDS.unchanged, (e) => `${e >= 0 ? '+' : ''}${e.toFixed(3)}/IO`);
+      const t = `${mode} under ${tracing} vs untraced`;
+      out.push({ id: '4 unchanged', scenario: sc.id, title: `${t}: IOPS`, measured: iops.measured, bound: `±${BOUNDS.unchanged * 100}%`, pass: iops.pass });
+      out.push({ id: '4 unchanged', scenario: sc.id, title: `${t}: poller CPU`, measured: cpu.measured, bound: `±${BOUNDS.unchanged * 100}%`, pass: cpu.pass });
+      out.push({ id: '4 unchanged', scenario: sc.id, title: `${t}: sleeps (vol. switches) per I/O`, measured: spi.measured, bound: `±${BOUNDS.unchanged}/IO`, pass: spi.pass });
+    }
+  }
+  return out;
+}
+
+/** Check 5: the model fed the hybrid run predicts the classic run's CPU per I/O. */
+export function check5(s: SessionRuns, sc: Scenario): CheckResult[] {
+  const pairs = s.pairs(sc.id, ['fentry', 'hybrid'], ['fentry', 'poll']);
+  const pred = paired(pairs, (h, c) => relErr(h.exporter?.modelClassicCpuPerIo, c.driver.cpuPerIo), BOUNDS.model);
+  const detail = pairs.map(([h, c]) => `predicted ${us(h.exporter?.modelClassicCpuPerIo)}/IO vs classic run ${us(c.driver.cpuPerIo)}/IO`).join('; ');
+  const h = s.get(sc.id, 'fentry', 'hybrid');
+  const reported = h.map((r) => `efficiency ${num(r.exporter?.efficiency, 3)}, wasted ${num(r.exporter?.wastedCores, 4)} cores, sleep ${us(r.exporter?.currentSleep)} vs optimal ${us(r.exporter?.optimalSleep)}`);
+  const finite = (x: number | undefined) => x !== undefined && Number.isFinite(x);
+  return [
+    { id: '5 model', scenario: sc.id, title: 'model (fed hybrid) predicts classic CPU per I/O', measured: `${detail}: ${pred.measured}`, bound: `±${BOUNDS.model * 100}%`, pass: pred.pass },
+    { id: '5 reports', scenario: sc.id, title: 'model reports efficiency and wasted CPU', measured: reported.join('; ') || 'no runs', bound: 'finite values', pass: h.length > 0 && h.every((r) => finite(r.exporter?.efficiency) && finite(r.exporter?.wastedCores)) },
+  ];
+}
+
+/** Not in the issue's list, but a loader that leaks programs would disturb every later run. */
+export function checkCleanup(s: SessionRuns, sc: Scenario): CheckResult[] {
+  const stops = s.figures.filter((f) => f.run.scenario === sc.id && f.run.tracing !== 'untraced' && f.run.mode === 'poll');
+  const left = stops.map((f) => {
+    const p = f.run.exporterStop?.bpfPrograms;
+    return Array.isArray(p) ? p.filter((x: { type?: string }) => x.type === 'tracing' || x.type === 'raw_tracepoint' || x.type === 'tracepoint' || x.type === 'kprobe') : [{ error: p }];
+  });
+  return [{
+    id: 'cleanup',
+    scenario: sc.id,
+    title: 'exporter stop leaves no BPF programs loaded',
+    measured: stops.map((f, i) => `${f.run.tracing}: exit ${JSON.stringify(f.run.exporterStop?.exit)}, ${left[i]!.length} programs left`).join('; ') || 'no traced runs',
+    bound: '0 programs, exit 0',
+    pass: stops.length > 0 && left.every((l) => l.length === 0) && stops.every((f) => f.run.exporterStop?.exit?.code === 0),
+  }];
+}
+
+/** Every check for every scenario; scenarios after the first are check 6 (latency, QD>1). */
+export function allChecks(session: Session): CheckResult[] {
+  const s = new SessionRuns(session);
+  return session.scenarios.flatMap((sc, i) => {
+    const list = [...(i === 0 ? check1(s, sc) : []), ...check2(s, sc), ...check3(s, sc), ...check4(s, sc), ...check5(s, sc), ...checkCleanup(s, sc)];
+    return i === 0 ? list : list.map((c) => ({ ...c, id: `6/${c.id}` }));
+  });
+}

@@ -1,0 +1,115 @@
+// What one run shows, read from the scrapes around it (deltas) and the driver's own report.
+// Pure: turns a RunRecord into numbers; the checks compare these numbers.
+import { delta, histDelta, parseExposition, select, value, type HistDelta, type Scrape } from './prom.js';
+import type { RunRecord } from './session.js';
+
+export interface RingFigures {
+  ring: string;
+  hybrid: string;
+  comm: string;
+  hybridPollTimeSeconds: number | undefined;
+}
+
+export interface ExporterFigures {
+  polledIos: number | undefined;
+  sleeps: number | undefined;
+  spin: HistDelta | undefined;
+  sleepRequested: HistDelta | undefined;
+  offcpu: HistDelta | undefined;
+  wakeOverhead: HistDelta | undefined;
+  ioLatency: HistDelta | undefined;
+  /** model gauges after the run (window = this run: the exporter was started for it) */
+  measuredCpuPerIo: number | undefined;
+  modelClassicCpuPerIo: number | undefined;
+  efficiency: number | undefined;
+  wastedCores: number | undefined;
+  currentSleep: number | undefined;
+  optimalSleep: number | undefined;
+  /** host state */
+  era: string | undefined;
+  pollPath: string | undefined;
+  pollHctx: number | undefined;
+  ioPoll: number | undefined;
+  /** the driver's ring, from the mid-run scrape */
+  ring: RingFigures | undefined;
+}
+
+export interface DriverFigures {
+  ios: number;
+  iops: number;
+  cpuSeconds: number;
+  cpuUtil: number;
+  cpuPerIo: number;
+  sleepsPerIo: number;
+  p50us: number;
+  p99us: number;
+}
+
+export interface RunFigures {
+  run: RunRecord;
+  driver: DriverFigures;
+  exporter: ExporterFigures | undefined;
+}
+
+function ringOf(mid: Scrape | undefined, pid: number): RingFigures | undefined {
+  if (!mid) return undefined;
+  const info = select(mid, 'hybridpoll_ring_info', { pid: String(pid) });
+  const r = info[0];
+  if (!r) return undefined;
+  const ring = r.labels.ring ?? '';
+  return {
+    ring,
+    hybrid: r.labels.hybrid ?? '',
+    comm: r.labels.comm ?? '',
+    hybridPollTimeSeconds: value(mid, 'hybridpoll_ring_hybrid_poll_time_seconds', { ring }),
+  };
+}
+
+export function driverFigures(r: RunRecord): DriverFigures {
+  const d = r.driver;
+  return {
+    ios: d.ios,
+    iops: d.iops,
+    cpuSeconds: d.cpu.exec_s,
+    cpuUtil: d.cpu.util,
+    cpuPerIo: d.ios > 0 ? d.cpu.exec_s / d.ios : NaN,
+    // Each hybrid sleep that really switches the task out is one voluntary context switch.
+    sleepsPerIo: d.ios > 0 ? d.ctxsw.voluntary / d.ios : NaN,
+    p50us: d.lat_us.p50,
+    p99us: d.lat_us.p99,
+  };
+}
+
+export function exporterFigures(r: RunRecord): ExporterFigures | undefined {
+  if (!r.before || !r.after) return undefined;
+  const b = parseExposition(r.before);
+  const a = parseExposition(r.after);
+  const mid = r.mid ? parseExposition(r.mid) : undefined;
+  const dev = { device: r.device };
+  const era = select(a, 'hybridpoll_kernel_era_info')[0]?.labels.era;
+  const pollPath = select(a, 'hybridpoll_bpf_poll_path_info').find((s) => s.value === 1)?.labels.path;
+  return {
+    polledIos: delta(b, a, 'hybridpoll_polled_ios_total', dev),
+    sleeps: delta(b, a, 'hybridpoll_poll_sleeps_total', dev),
+    spin: histDelta(b, a, 'hybridpoll_poll_spin_seconds', dev),
+    sleepRequested: histDelta(b, a, 'hybridpoll_poll_sleep_requested_seconds', dev),
+    offcpu: histDelta(b, a, 'hybridpoll_poll_offcpu_seconds', dev),
+    wakeOverhead: histDelta(b, a, 'hybridpoll_poll_wake_overhead_seconds', dev),
+    ioLatency: histDelta(b, a, 'hybridpoll_io_latency_seconds', dev),
+    measuredCpuPerIo: value(a, 'hybridpoll_measured_cpu_seconds_per_io', dev),
+    modelClassicCpuPerIo: value(a, 'hybridpoll_policy_cpu_seconds_per_io', { ...dev, policy: 'classic' }),
+    efficiency: value(a, 'hybridpoll_sleep_efficiency_ratio', dev),
+    wastedCores: value(a, 'hybridpoll_wasted_cpu_cores', dev),
+    currentSleep: value(a, 'hybridpoll_current_sleep_seconds', dev),
+    optimalSleep: value(a, 'hybridpoll_optimal_sleep_seconds', dev),
+    era,
+    pollPath,
+    pollHctx: value(a, 'hybridpoll_device_hw_queues', { ...dev, type: 'poll' }),
+    ioPoll: value(a, 'hybridpoll_device_io_poll', dev),
+    ring: ringOf(mid, r.driver.pid),
+  };
+}
+
+export function runFigures(r: RunRecord): RunFigures {
+  return { run: r, driver: driverFigures(r), exporter: exporterFigures(r) };
+}

@@ -1,0 +1,193 @@
+// One guest boot, every workload: the figures all checks compare come from this single session,
+// because under TCG only same-boot comparisons mean anything (run-to-run noise across boots ±40%).
+// For each scenario and repetition it runs classic poll and hybrid untraced (the baseline), with the
+// exporter on the fentry path, and with the tracepoint fallback forced. Traced runs restart the
+// exporter, so each run's model window and counters hold that run alone; the host scrapes the
+// guest exporter before, during and after the workload.
+import type { Guest, GuestInfo, GuestImages } from './guest.js';
+
+export type Tracing = 'untraced' | 'fentry' | 'tracepoint';
+export type PollMode = 'poll' | 'hybrid';
+export const TRACINGS: readonly Tracing[] = ['untraced', 'fentry', 'tracepoint'];
+export const MODES: readonly PollMode[] = ['poll', 'hybrid'];
+
+export interface Scenario {
+  id: string;
+  title: string;
+  /** serial of the emulated NVMe controller to use (see the boot's NvmeSpec) */
+  serial: string;
+  qd: number;
+  bs: number;
+  secs: number;
+}
+
+/** hpdrive's JSON line. */
+export interface DriverResult {
+  mode: string;
+  flags: number;
+  qd: number;
+  bs: number;
+  device: string;
+  pid: number;
+  ios: number;
+  wall_s: number;
+  iops: number;
+  lat_us: { mean: number; p50: number; p90: number; p99: number; p999: number; max: number };
+  cpu: { exec_s: number; run_delay_s: number; timeslices: number; utime_s: number; stime_s: number; util: number; per_io_us: number };
+  ctxsw: { voluntary: number; involuntary: number };
+}
+
+export interface ExporterStop {
+  exit: { code: number | null; signal: string | null } | null;
+  log: string;
+  bpfPrograms: unknown;
+}
+
+export interface RunRecord {
+  scenario: string;
+  tracing: Tracing;
+  mode: PollMode;
+  rep: number;
+  device: string;
+  driver: DriverResult;
+  /** raw exposition text of the guest exporter (traced runs only) */
+  before?: string;
+  mid?: string;
+  after?: string;
+  exporterStartMs?: number;
+  /** seconds from exporter start until hybridpoll_bpf_up was 1 */
+  bpfReadySeconds?: number;
+  exporterStop?: ExporterStop;
+}
+
+export interface Session {
+  startedAt: string;
+  wallSeconds: number;
+  accel: string;
+  accelWhy: string;
+  images: GuestImages;
+  info: GuestInfo;
+  bootSeconds: number;
+  exporterArgs: Record<Exclude<Tracing, 'untraced'>, string[]>;
+  scenarios: Scenario[];
+  runs: RunRecord[];
+  /** set when the session could not run every workload */
+  error?: string;
+}
+
+export interface SessionOptions {
+  scenarios: Scenario[];
+  reps: number;
+  exporterArgs: Record<Exclude<Tracing, 'untraced'>, string[]>;
+  log: (msg: string) => void;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function deviceOf(info: GuestInfo, serial: string): string {
+  const d = info.devices.find((x) => x.serial === serial);
+  if (!d) throw new Error(`no NVMe namespace with serial ${serial} in the guest: ${JSON.stringify(info.devices)}`);
+  return d.name;
+}
+
+async function runDriver(g: Guest, s: Scenario, device: string, mode: PollMode, during?: () => Promise<void>): Promise<DriverResult> {
+  await g.agent('POST', '/drive', { device: `/dev/${device}`, mode, qd: s.qd, bs: s.bs, secs: s.secs });
+  if (during) await during();
+  const r = await g.agent<{ exit: { code: number | null }; result: (DriverResult & { error?: string }) | null; stdout: string; stderr: string }>(
+    'POST', '/drive/wait', {}, (s.secs + 120) * 1000);
+  if (!r.result || r.exit.code !== 0 || r.result.error) {
+    throw new Error(`hpdrive ${mode} on ${device} failed (exit ${r.exit.code}): ${r.result?.error ?? r.stdout + r.stderr}`);
+  }
+  return r.result;
+}
+
+/** Scrapes until the exporter reports the BPF loader up (it may attach after the HTTP port opens). */
+async function waitBpfUp(g: Guest, timeoutMs: number): Promise<number> {
+  const t0 = Date.now();
+  let last = '';
+  while (Date.now() - t0 < timeoutMs) {
+    try {
+      last = await g.scrape();
+      if (/^hybridpoll_bpf_up(\{[^}]*\})? 1$/m.test(last)) return (Date.now() - t0) / 1000;
+    } catch (e) {
+      last = (e as Error).message;
+    }
+    await sleep(500);
+  }
+  const up = /^hybridpoll_bpf_up.*$/m.exec(last)?.[0] ?? 'hybridpoll_bpf_up absent';
+  throw new Error(`guest exporter: BPF not up after ${timeoutMs / 1000} s (${up})`);
+}
+
+/** One workload with scrapes of the running exporter before, half-way (the ring exists only while
+ * hpdrive runs: per-ring gauges are read then) and after. */
+async function scrapedRun(g: Guest, s: Scenario, device: string, mode: PollMode): Promise<Pick<RunRecord, 'driver' | 'before' | 'mid' | 'after'>> {
+  const before = await g.scrape();
+  let mid: string | undefined;
+  const driver = await runDriver(g, s, device, mode, async () => {
+    await sleep((s.secs * 1000) / 2);
+    mid = await g.scrape();
+  });
+  const after = await g.scrape();
+  return { driver, before, ...(mid ? { mid } : {}), after };
+}
+
+async function stopExporter(g: Guest): Promise<ExporterStop> {
+  return g.agent<ExporterStop>('POST', '/exporter/stop', {}, 60_000);
+}
+
+/**
+ * Runs every scenario × repetition × tracing, hybrid first then classic poll. A traced pair gets a
+ * freshly started exporter, so the model window after the hybrid run holds that run alone (the
+ * classic run after it is only compared through counter deltas). Keeps what it got if one fails.
+ */
+export async function runSession(g: Guest, base: Omit<Session, 'runs' | 'wallSeconds' | 'scenarios' | 'exporterArgs'>, o: SessionOptions): Promise<Session> {
+  const t0 = Date.now();
+  const session: Session = { ...base, wallSeconds: 0, scenarios: o.scenarios, exporterArgs: o.exporterArgs, runs: [] };
+  const total = o.scenarios.length * o.reps * TRACINGS.length * MODES.length;
+  const order: PollMode[] = ['hybrid', 'poll'];
+  try {
+    for (const s of o.scenarios) {
+      const device = deviceOf(g.info, s.serial);
+      for (let rep = 0; rep < o.reps; rep++) {
+        for (const tracing of TRACINGS) {
+          let startInfo: Pick<RunRecord, 'exporterStartMs' | 'bpfReadySeconds'> = {};
+          if (tracing !== 'untraced') {
+            const t1 = Date.now();
+            const st = await g.agent<{ startMs: number }>('POST', '/exporter/start', { args: o.exporterArgs[tracing], timeoutMs: 120_000 }, 150_000);
+            const ready = await waitBpfUp(g, 90_000).catch(async (e: Error) => {
+              const stop = await stopExporter(g).catch(() => undefined);
+              throw new Error(`${e.message}\n--- guest exporter log ---\n${stop?.log.slice(-3000) ?? '(unavailable)'}`);
+            });
+            startInfo = { exporterStartMs: st.startMs, bpfReadySeconds: ready };
+            o.log(`${s.id} rep ${rep}: exporter (${tracing}) listening after ${(st.startMs / 1000).toFixed(1)} s, BPF up ${ready.toFixed(1)} s later (${((Date.now() - t1) / 1000).toFixed(0)} s)`);
+          }
+          const recs: RunRecord[] = [];
+          try {
+            for (const mode of order) {
+              const t1 = Date.now();
+              const rec: RunRecord = tracing === 'untraced'
+                ? { scenario: s.id, tracing, mode, rep, device, driver: await runDriver(g, s, device, mode) }
+                : { scenario: s.id, tracing, mode, rep, device, ...startInfo, ...(await scrapedRun(g, s, device, mode)) };
+              recs.push(rec);
+              session.runs.push(rec);
+              const d = rec.driver;
+              o.log(`run ${session.runs.length}/${total} ${s.id} rep ${rep} ${tracing} ${mode}: ${d.ios} I/Os, ${Math.round(d.iops)} IOPS, ` +
+                `CPU ${(d.cpu.util * 100).toFixed(0)}%, ${(d.ctxsw.voluntary / Math.max(1, d.ios)).toFixed(2)} vcsw/IO, ` +
+                `p50 ${d.lat_us.p50.toFixed(0)} µs (${((Date.now() - t1) / 1000).toFixed(0)} s; ${((Date.now() - t0) / 1000).toFixed(0)} s total)`);
+            }
+          } finally {
+            if (tracing !== 'untraced') {
+              const stop = await stopExporter(g);
+              for (const r of recs) r.exporterStop = stop;
+            }
+          }
+        }
+      }
+    }
+  } catch (e) {
+    session.error = (e as Error).message;
+    o.log(`session stopped: ${session.error}`);
+  }
+  session.wallSeconds = (Date.now() - t0) / 1000;
+  return session;
+}

@@ -1,0 +1,262 @@
+// hpdrive: the VM lab's workload driver. Random O_DIRECT reads through raw io_uring syscalls
+// (no liburing: the guest has none, and this builds static on the host), in three modes:
+//   irq     interrupt-driven completions
+//   poll    classic IOPOLL (IORING_SETUP_IOPOLL): the task spins for every completion
+//   hybrid  hybrid IOPOLL (IOPOLL|HYBRID_IOPOLL, 6.13+): the kernel sleeps before it spins
+// No fio release has a hybrid option, hence this program.
+//
+// Usage: hpdrive [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] DEVICE
+// Prints one JSON line on stdout: its own I/O count, IOPS, latency percentiles, and its CPU time
+// from /proc/thread-self/schedstat (ns, what the scheduler charged) and /proc/self/stat (ticks),
+// so the exporter's accounting can be checked against what the poller really spent.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/fs.h>
+#include <linux/io_uring.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef IORING_SETUP_HYBRID_IOPOLL
+#define IORING_SETUP_HYBRID_IOPOLL (1U << 17) /* 6.13+; the host's headers may predate it */
+#endif
+
+struct ring {
+  int fd;
+  unsigned *sq_tail, *sq_mask, *sq_array;
+  unsigned *cq_head, *cq_tail, *cq_mask;
+  struct io_uring_sqe *sqes;
+  struct io_uring_cqe *cqes;
+};
+
+struct cpu_sample {
+  uint64_t exec_ns, run_delay_ns, slices; /* /proc/thread-self/schedstat */
+  uint64_t utime_ticks, stime_ticks;      /* /proc/self/stat fields 14, 15 */
+  long nvcsw, nivcsw;                     /* getrusage */
+};
+
+static void fail(const char *what, int err) {
+  printf("{\"error\":\"%s: %s\"}\n", what, strerror(err));
+  exit(1);
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void cpu_sample(struct cpu_sample *s) {
+  memset(s, 0, sizeof *s);
+  FILE *f = fopen("/proc/thread-self/schedstat", "r");
+  if (!f || fscanf(f, "%lu %lu %lu", &s->exec_ns, &s->run_delay_ns, &s->slices) != 3) fail("read schedstat", errno ? errno : EINVAL);
+  fclose(f);
+  char buf[1024];
+  f = fopen("/proc/self/stat", "r");
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (!f || n == 0) fail("read /proc/self/stat", errno ? errno : EINVAL);
+  fclose(f);
+  buf[n] = 0;
+  // comm may hold spaces and parentheses: fields start after the last ')'. utime, stime are 14, 15.
+  char *p = strrchr(buf, ')');
+  if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &s->utime_ticks, &s->stime_ticks) != 2)
+    fail("parse /proc/self/stat", EINVAL);
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  s->nvcsw = ru.ru_nvcsw;
+  s->nivcsw = ru.ru_nivcsw;
+}
+
+static int enter(int fd, unsigned submit, unsigned wait) {
+  int r;
+  do r = (int)syscall(__NR_io_uring_enter, fd, submit, wait, wait ? IORING_ENTER_GETEVENTS : 0, NULL, 0);
+  while (r < 0 && errno == EINTR);
+  return r;
+}
+
+static void ring_setup(struct ring *r, unsigned depth, unsigned flags) {
+  struct io_uring_params p;
+  memset(&p, 0, sizeof p);
+  p.flags = flags;
+  r->fd = (int)syscall(__NR_io_uring_setup, depth, &p);
+  if (r->fd < 0) {
+    printf("{\"error\":\"io_uring_setup(flags=0x%x): %s\",\"flags\":%u}\n", flags, strerror(errno), flags);
+    exit(3); /* 3: this kernel lacks the mode (e.g. hybrid before 6.13) */
+  }
+  size_t sqsz = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+  size_t cqsz = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+  char *sq = mmap(0, sqsz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQ_RING);
+  char *cq = mmap(0, cqsz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_CQ_RING);
+  r->sqes = mmap(0, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd,
+                 IORING_OFF_SQES);
+  if (sq == MAP_FAILED || cq == MAP_FAILED || r->sqes == MAP_FAILED) fail("mmap ring", errno);
+  r->sq_tail = (unsigned *)(sq + p.sq_off.tail);
+  r->sq_mask = (unsigned *)(sq + p.sq_off.ring_mask);
+  r->sq_array = (unsigned *)(sq + p.sq_off.array);
+  r->cq_head = (unsigned *)(cq + p.cq_off.head);
+  r->cq_tail = (unsigned *)(cq + p.cq_off.tail);
+  r->cq_mask = (unsigned *)(cq + p.cq_off.ring_mask);
+  r->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t xorshift(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
+
+/* Queue a read of slot `slot` at a random bs-aligned offset. */
+static void queue_read(struct ring *r, int fd, void *buf, unsigned bs, uint64_t nblk, unsigned slot) {
+  unsigned tail = *r->sq_tail, idx = tail & *r->sq_mask;
+  struct io_uring_sqe *e = &r->sqes[idx];
+  memset(e, 0, sizeof *e);
+  e->opcode = IORING_OP_READ;
+  e->fd = fd;
+  e->addr = (uint64_t)(uintptr_t)buf;
+  e->len = bs;
+  e->off = (xorshift() % nblk) * bs;
+  e->user_data = slot;
+  r->sq_array[idx] = idx;
+  __atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
+}
+
+static int cmpu64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double pct_us(const uint64_t *v, size_t n, double q) {
+  if (!n) return 0;
+  size_t i = (size_t)(q * (double)(n - 1) + 0.5);
+  return (double)v[i] / 1e3;
+}
+
+static void usage(const char *argv0) {
+  fprintf(stderr, "usage: %s [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] DEVICE\n", argv0);
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  const char *mode = "poll";
+  unsigned depth = 1, bs = 4096;
+  double secs = 5;
+  uint64_t max_ios = 0;
+  int c;
+  while ((c = getopt(argc, argv, "m:q:b:t:n:s:")) != -1) {
+    switch (c) {
+      case 'm': mode = optarg; break;
+      case 'q': depth = (unsigned)strtoul(optarg, NULL, 10); break;
+      case 'b': bs = (unsigned)strtoul(optarg, NULL, 10); break;
+      case 't': secs = atof(optarg); break;
+      case 'n': max_ios = strtoull(optarg, NULL, 10); break;
+      case 's': rng = strtoull(optarg, NULL, 10) | 1; break;
+      default: usage(argv[0]);
+    }
+  }
+  if (optind != argc - 1 || depth < 1 || depth > 4096 || bs < 512 || bs % 512 || (secs <= 0 && !max_ios)) usage(argv[0]);
+  const char *dev = argv[optind];
+  unsigned flags;
+  if (!strcmp(mode, "irq")) flags = 0;
+  else if (!strcmp(mode, "poll")) flags = IORING_SETUP_IOPOLL;
+  else if (!strcmp(mode, "hybrid")) flags = IORING_SETUP_IOPOLL | IORING_SETUP_HYBRID_IOPOLL;
+  else usage(argv[0]);
+
+  int fd = open(dev, O_RDONLY | O_DIRECT);
+  if (fd < 0) fail("open device", errno);
+  uint64_t devsz = 0;
+  if (ioctl(fd, BLKGETSIZE64, &devsz) < 0) {
+    struct stat st;
+    if (fstat(fd, &st) < 0) fail("fstat", errno);
+    devsz = (uint64_t)st.st_size;
+  }
+  uint64_t nblk = devsz / bs;
+  if (!nblk) fail("device smaller than one block", EINVAL);
+
+  struct ring r;
+  ring_setup(&r, depth, flags);
+  char *bufs;
+  if (posix_memalign((void **)&bufs, 4096, (size_t)depth * bs)) fail("posix_memalign", ENOMEM);
+  uint64_t *issued = calloc(depth, sizeof *issued);
+  size_t cap = 1 << 16, n = 0;
+  uint64_t *lat = malloc(cap * sizeof *lat);
+  if (!issued || !lat) fail("malloc", ENOMEM);
+
+  struct cpu_sample c0, c1;
+  cpu_sample(&c0);
+  uint64_t t0 = now_ns(), tend = t0 + (uint64_t)(secs * 1e9), sum = 0, maxlat = 0;
+  unsigned inflight = 0, to_submit = 0;
+  int stopping = 0;
+  for (unsigned s = 0; s < depth; s++) {
+    queue_read(&r, fd, bufs + (size_t)s * bs, bs, nblk, s);
+    issued[s] = now_ns();
+    to_submit++;
+  }
+  while (to_submit || inflight) {
+    int ret = enter(r.fd, to_submit, 1);
+    if (ret < 0) fail("io_uring_enter", errno);
+    inflight += (unsigned)ret;
+    to_submit -= (unsigned)ret;
+    unsigned h = *r.cq_head, t = __atomic_load_n(r.cq_tail, __ATOMIC_ACQUIRE);
+    uint64_t now = now_ns();
+    for (; h != t; h++) {
+      struct io_uring_cqe *cqe = &r.cqes[h & *r.cq_mask];
+      unsigned slot = (unsigned)cqe->user_data;
+      if (cqe->res != (int)bs) {
+        printf("{\"error\":\"read failed: res=%d (%s)\"}\n", cqe->res, cqe->res < 0 ? strerror(-cqe->res) : "short read");
+        return 1;
+      }
+      inflight--;
+      uint64_t d = now - issued[slot];
+      sum += d;
+      if (d > maxlat) maxlat = d;
+      if (n == cap) {
+        cap *= 2;
+        lat = realloc(lat, cap * sizeof *lat);
+        if (!lat) fail("realloc", ENOMEM);
+      }
+      lat[n++] = d;
+      // Once time or the I/O budget is up, let the in-flight reads drain: every I/O the kernel
+      // completed is counted here, so the exporter's count over the run can be compared exactly.
+      if (!stopping && ((max_ios && n + inflight + to_submit >= max_ios) || (!max_ios && now >= tend))) stopping = 1;
+      if (!stopping) {
+        queue_read(&r, fd, bufs + (size_t)slot * bs, bs, nblk, slot);
+        issued[slot] = now_ns();
+        to_submit++;
+      }
+    }
+    __atomic_store_n(r.cq_head, h, __ATOMIC_RELEASE);
+  }
+  uint64_t wall = now_ns() - t0;
+  cpu_sample(&c1);
+  close(r.fd);
+
+  qsort(lat, n, sizeof *lat, cmpu64);
+  long tck = sysconf(_SC_CLK_TCK);
+  double ws = (double)wall / 1e9;
+  uint64_t exec = c1.exec_ns - c0.exec_ns;
+  printf("{\"mode\":\"%s\",\"flags\":%u,\"qd\":%u,\"bs\":%u,\"device\":\"%s\",\"pid\":%d,"
+         "\"ios\":%zu,\"wall_s\":%.6f,\"iops\":%.1f,"
+         "\"lat_us\":{\"mean\":%.3f,\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"p999\":%.3f,\"max\":%.3f},"
+         "\"cpu\":{\"exec_s\":%.6f,\"run_delay_s\":%.6f,\"timeslices\":%lu,\"utime_s\":%.3f,\"stime_s\":%.3f,"
+         "\"util\":%.4f,\"per_io_us\":%.4f},"
+         "\"ctxsw\":{\"voluntary\":%ld,\"involuntary\":%ld}}\n",
+         mode, flags, depth, bs, dev, (int)getpid(), n, ws, (double)n / ws,
+         n ? (double)sum / (double)n / 1e3 : 0, pct_us(lat, n, 0.5), pct_us(lat, n, 0.9), pct_us(lat, n, 0.99),
+         pct_us(lat, n, 0.999), (double)maxlat / 1e3, (double)exec / 1e9, (double)(c1.run_delay_ns - c0.run_delay_ns) / 1e9,
+         c1.slices - c0.slices, (double)(c1.utime_ticks - c0.utime_ticks) / (double)tck,
+         (double)(c1.stime_ticks - c0.stime_ticks) / (double)tck, (double)exec / (double)wall,
+         n ? (double)exec / (double)n / 1e3 : 0, c1.nvcsw - c0.nvcsw, c1.nivcsw - c0.nivcsw);
+  return 0;
+}
