@@ -55,7 +55,12 @@ export class CostModel {
   late(s: number): number {
     // E[(s + O − D)⁺] = E[(D − O − s)⁺] − (E[D] − E[O] − s): one expectation serves both.
     if (!(s > 0)) return 0;
-    return Math.max(0, this.spin(s) - (this.meanD - this.meanO - s));
+    return this.noiseFree(this.spin(s) - (this.meanD - this.meanO - s));
+  }
+
+  /** Rounding residue of a difference of ~E[D]-sized terms reads as 0 (and never negative). */
+  noiseFree(v: number): number {
+    return v > 1e-12 * this.meanD ? v : 0;
   }
 
   latency(s: number): number {
@@ -93,7 +98,7 @@ export class CostModel {
     const terms: Term[] = [...this.dMinusO, { dist: fS, sign: -1 }];
     const spinSlept = expectPositive(terms, 0, 1);
     const meanS = mean(fS);
-    const lateSlept = Math.max(0, spinSlept - (this.meanD - this.meanO - meanS));
+    const lateSlept = this.noiseFree(spinSlept - (this.meanD - this.meanO - meanS));
     const spinNs = (1 - slept) * this.meanD + slept * spinSlept;
     const cpuNs = spinNs + slept * this.params.switchCostNs;
     const lateNs = slept * lateSlept;

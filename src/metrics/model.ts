@@ -1,0 +1,80 @@
+// Families of the efficiency model (docs/metrics.md "Efficiency model"): one snapshot's ModelResult
+// → plain metric families. Times in the model are ns; here they become seconds.
+import type { ModelTarget } from '../model/types.js';
+import type { Snapshot } from '../snapshot/types.js';
+import { family, type MetricFamily, type Sample } from './family.js';
+
+const s = (ns: number) => ns / 1e9;
+
+export function modelFamilies(snap: Snapshot): MetricFamily[] {
+  const r = snap.model;
+  if (!r) return [];
+  const ts = r.targets;
+  const perDevice = (t: ModelTarget, v: number | undefined): Sample | undefined =>
+    v === undefined || !Number.isFinite(v) ? undefined : { labels: { device: t.device }, value: v };
+  const rows = ts.flatMap((t) => t.policies.map((p) => ({ t, p })));
+  const perPolicy = (name: string, help: string, v: (x: (typeof rows)[number]) => number) =>
+    family(name, 'gauge', help, rows, (x) => ({ labels: { device: x.t.device, policy: x.p.policy }, value: v(x) }));
+
+  return [
+    family('sleep_efficiency_ratio', 'gauge',
+      'How much of the CPU that the best static sleep would save (against classic polling) the kernel\'s current sleep saves: 1 = as good as the best static sleep, 0 = no better than classic polling. Raw model value, can leave [0, 1]; absent when no sleep can save CPU within the latency budget.',
+      ts, (t) => perDevice(t, t.efficiency)),
+    family('current_sleep_seconds', 'gauge',
+      'Mean hybrid-poll sleep the kernel currently requests per I/O that sleeps (measured by eBPF; 0 for classic polling).',
+      ts, (t) => perDevice(t, s(t.current.sleepNs))),
+    family('optimal_sleep_seconds', 'gauge',
+      'Best static sleep: the one using the least CPU per I/O while adding at most the latency budget (--model.latency-budget of the mean device time). 0 means classic polling is best.',
+      ts, (t) => perDevice(t, s(t.best.sleepNs))),
+    family('current_policy_info', 'gauge',
+      'Sleep policy the kernel is running on this device, detected from the kernel era, io_poll_delay and the measured sleeps (unknown when sleeps are seen that neither explains). Always 1.',
+      ts, (t) => ({ labels: { device: t.device, policy: t.current.policy }, value: 1 })),
+    family('wasted_cpu_cores', 'gauge',
+      'CPU the poller spends above what the best static sleep would need for the same I/Os, in cores: (measured CPU per I/O - modelled CPU at the best static sleep) x polled IOPS, over the model window. Negative values mean the model under-estimates (see hybridpoll_model_cpu_error_ratio).',
+      ts, (t) => perDevice(t, t.wastedCpuCores)),
+    family('wasted_cpu_seconds_total', 'counter',
+      'CPU-seconds wasted against the best static sleep, accumulated scrape by scrape (never decreasing): rate() of it is the wasted cores.',
+      r.wastedCpuSecondsTotal, (w) => ({ labels: { device: w.device }, value: w.seconds })),
+    family('measured_cpu_seconds_per_io', 'gauge',
+      'Poller CPU per polled I/O measured by eBPF over the model window: spinning time plus one sleep/wake cost per sleep.',
+      ts, (t) => perDevice(t, t.measured && s(t.measured.cpuPerIoNs))),
+    family('polled_iops', 'gauge', 'Polled I/Os completed per second over the model window.',
+      ts, (t) => perDevice(t, t.measured?.iops)),
+    family('oversleep_ratio', 'gauge',
+      'Fraction of the I/Os that slept which were already complete when the poller woke up (it slept too long), measured over the model window.',
+      ts, (t) => perDevice(t, t.measured?.oversleepRatio)),
+    family('oversleep_added_latency_seconds', 'gauge',
+      'Mean latency per I/O added by sleeping past the completion under the current sleep (modelled from the measured distributions).',
+      ts, (t) => perDevice(t, s(t.current.outcome.lateNs))),
+    perPolicy('policy_sleep_seconds',
+      'Sleep each policy would choose on this device\'s measured device-time distribution (oracle: mean of its per-I/O sleeps).',
+      (x) => s(x.p.sleepNs)),
+    perPolicy('policy_cpu_seconds_per_io',
+      'Modelled poller CPU per I/O under each policy: spinning after the sleep plus the cost of one sleep/wake pair.',
+      (x) => s(x.p.cpuNs)),
+    perPolicy('policy_added_latency_seconds',
+      'Modelled mean latency per I/O added by oversleep under each policy.',
+      (x) => s(x.p.lateNs)),
+    perPolicy('policy_latency_seconds',
+      'Modelled mean completion latency (issue to reaped) per I/O under each policy.',
+      (x) => s(x.p.latencyNs)),
+    perPolicy('policy_cpu_share_ratio',
+      'Share of one core a poller with one I/O in flight would spend under each policy (CPU per I/O / latency per I/O); 1 for classic polling. The figure the hybrid-polling patch discussions compare.',
+      (x) => x.p.cpuShare),
+    family('model_cpu_error_ratio', 'gauge',
+      'Self-check of the model: modelled CPU per I/O at the current sleep / measured CPU per I/O - 1. Near 0 is good; large values mean the model\'s assumptions (one I/O in flight per poller) do not hold here.',
+      ts, (t) => perDevice(t, t.modelCpuErrorRatio)),
+    family('model_switch_cost_seconds', 'gauge',
+      'On-CPU cost of one hybrid sleep/wake pair used by the model: measured from eBPF poll passes when possible, else the documented default (see hybridpoll_model_input_info).',
+      ts, (t) => perDevice(t, s(t.switchCostNs))),
+    family('model_input_info', 'gauge',
+      'Where the model\'s inputs came from: device_time (censored_km, empirical, censored_only, rq_lat), wake_overhead and switch_cost (measured or default). Always 1.',
+      ts, (t) => ({
+        labels: { device: t.device, device_time: t.deviceTime.source, wake_overhead: t.wakeOverhead.source, switch_cost: t.switchCostSource },
+        value: 1,
+      })),
+    family('model_window_seconds', 'gauge',
+      'Time span the model\'s histogram deltas cover (up to --model.window; shorter right after start).',
+      [r.windowSeconds], (w) => ({ labels: {}, value: w })),
+  ];
+}

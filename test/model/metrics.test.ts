@@ -1,0 +1,81 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { BpfSnapshot } from '../../src/bpf/types.js';
+import { modelFamilies } from '../../src/metrics/model.js';
+import { render } from '../../src/metrics/render.js';
+import { EfficiencyModel } from '../../src/model/stage.js';
+import { POLICIES } from '../../src/model/types.js';
+import type { Snapshot } from '../../src/snapshot/types.js';
+import { normal, prng, simulatePoller } from './helpers.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const PROMTOOL = ['/usr/bin/promtool', '/usr/local/bin/promtool'].find(existsSync);
+
+function snap(tS: number, n: number): Snapshot {
+  const r = prng(tS + 1);
+  const { hists, counters } = simulatePoller({ n, D: () => normal(r, 10_000, 300), O: () => normal(r, 1000, 100), sleepNs: 5000, cswNs: 1500, kernelEstimate: true });
+  const bpf: BpfSnapshot = { takenAtNs: tS * 1e9, pollPath: 'fentry', programs: {}, devices: [{ dev: '259:0', device: 'nvme0n1', hists }], rings: [], counters: {}, deviceCounters: { '259:0': counters } };
+  return {
+    takenAtMs: tS * 1000,
+    bpf,
+    bpfStatus: { mode: 'auto', state: 'running', reason: '', loaderRestarts: 0 },
+    collectors: [],
+    host: { features: {}, era: { era: 'iouring_hybrid', evidence: 'btf', reason: '' }, devices: [] },
+    pollStatAges: [],
+    hctxTotals: [],
+  };
+}
+
+/** A cumulative sequence: snapshot k holds the sum of k simulated intervals (the simulator is deterministic per seed). */
+function run(): Snapshot {
+  const model = new EfficiencyModel({ windowSeconds: 60, latencyBudget: 0.01 });
+  let s = snap(0, 1000);
+  s.model = model.update(s);
+  const later = snap(15, 20_000);
+  later.model = model.update(later);
+  return later;
+}
+
+describe('model metric families', () => {
+  const s = run();
+  const fams = modelFamilies(s);
+  const byName = new Map(fams.map((f) => [f.name, f]));
+
+  it('implements every name of the "Efficiency model" section of docs/metrics.md', () => {
+    const doc = readFileSync(resolve(ROOT, 'docs/metrics.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('## Efficiency model'), doc.indexOf('## Exporter health'));
+    const names = [...section.matchAll(/^\| `(hybridpoll_[a-z_]+)`/gm)].map((m) => m[1]!);
+    expect(names.length).toBeGreaterThan(15);
+    for (const n of names) {
+      expect(byName.has(n), n).toBe(true);
+      expect(byName.get(n)!.samples.length, n).toBeGreaterThan(0);
+    }
+    expect(fams.map((f) => f.name).filter((n) => !names.includes(n))).toEqual([]);
+  });
+
+  it('exports seconds, one row per policy, and the current policy', () => {
+    const v = (name: string, labels: Record<string, string>) => byName.get(name)!.samples.find((x) => Object.entries(labels).every(([k, l]) => x.labels[k] === l))!.value;
+    expect(v('hybridpoll_current_sleep_seconds', { device: 'nvme0n1' })).toBeCloseTo(5e-6, 12);
+    expect(v('hybridpoll_policy_sleep_seconds', { device: 'nvme0n1', policy: 'blkmq_half_mean' })).toBeCloseTo(5e-6, 7);
+    expect(v('hybridpoll_policy_cpu_share_ratio', { device: 'nvme0n1', policy: 'classic' })).toBe(1);
+    expect(new Set(byName.get('hybridpoll_policy_cpu_seconds_per_io')!.samples.map((x) => x.labels['policy']))).toEqual(
+      new Set(POLICIES.filter((p) => p !== 'blkmq_fixed')), // no io_poll_delay > 0 on this device
+    );
+    expect(byName.get('hybridpoll_current_policy_info')!.samples).toEqual([{ labels: { device: 'nvme0n1', policy: 'iouring_half_min' }, value: 1 }]);
+    expect(byName.get('hybridpoll_wasted_cpu_seconds_total')!.type).toBe('counter');
+  });
+
+  it('renders nothing without a model result', () => {
+    expect(modelFamilies({ ...s, model: undefined })).toEqual([]);
+  });
+
+  if (!PROMTOOL) console.warn('SKIPPING promtool check of the model metrics: promtool not found (apt-get install prometheus)');
+  it.skipIf(!PROMTOOL)('passes promtool check metrics', async () => {
+    const text = await render(fams, 'prometheus');
+    // promtool exits non-zero on errors; lint warnings are printed but do not fail
+    const out = execFileSync(PROMTOOL!, ['check', 'metrics'], { input: text, encoding: 'utf8' });
+    expect(out).not.toMatch(/error/i);
+  });
+});
