@@ -33,8 +33,8 @@ export function healthDashboard(c: BundleConfig): Dashboard {
     .withPanel(big('Exporters down', 'Exporter targets whose last scrape failed (HybridPollExporterDown fires after 5m).', `sum(1 - up${N})`))
     .withPanel(big('Failing collectors', 'Collector runs that failed in the last scrape, summed over nodes and collectors (sysfs, debugfs, era, bpf, model).',
       `sum(1 - hybridpoll_scrape_collector_success${N})`))
-    .withPanel(big('BPF programs detached', 'BPF programs the loader reports as not attached, over all selected nodes.',
-      `sum(1 - hybridpoll_bpf_program_attached${N})`))
+    .withPanel(big('Required BPF programs detached', `BPF programs the loader reports as not attached, over all selected nodes, except the optional fentry poll path (${c.bpfOptionalPrograms}).`,
+      `sum(1 - hybridpoll_bpf_program_attached${s.node(`program!~"${c.bpfOptionalPrograms}"`)})`))
 
     .withRow(new RowBuilder('Collectors'))
     .withPanel(timeline('Collector success', 'Per node and collector: ok when the collector succeeded in the scrape, failed otherwise. The exporter logs the reason of each failure.',
@@ -57,7 +57,7 @@ export function healthDashboard(c: BundleConfig): Dashboard {
     }).legend(legendTable()).min(0))
 
     .withRow(new RowBuilder('BPF'))
-    .withPanel(timeline('BPF programs attached', 'Per node and BPF program: attached or not. A detached program leaves its timings missing (HybridPollBPFProgramDetached).',
+    .withPanel(timeline('BPF programs attached', 'Per node and BPF program: attached or not. A detached program leaves its timings missing (HybridPollBPFProgramDetached); the four fentry poll-path programs are optional: without them the loader uses the tracepoint path.',
       `hybridpoll_bpf_program_attached${N}`, `{{${node}}} {{program}}`, { 0: 'detached', 1: 'attached' }))
     .withPanel(timeline('BPF loader', 'Whether the BPF loader runs and answers on each node.',
       `hybridpoll_bpf_up${N}`, `{{${node}}}`, { 0: 'down', 1: 'up' }))

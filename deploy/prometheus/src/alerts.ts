@@ -85,7 +85,7 @@ export function alertRules(c: BundleConfig): RuleGroup<AlertingRule> {
       },
       {
         alert: 'HybridPollBPFProgramDetached',
-        expr: `hybridpoll_bpf_program_attached{${s}} == 0`,
+        expr: `hybridpoll_bpf_program_attached{${s}, program!~"${c.bpfOptionalPrograms}"} == 0`,
         for: t.bpfDownFor,
         labels: { severity: 'warning' },
         annotations: {

@@ -30,6 +30,9 @@ export interface BundleConfig {
   multiCluster: boolean;
   /** Range of the recording rules' rate() windows; also part of the rule names. */
   rateWindow: string;
+  /** BPF programs whose absence is a designed degradation, not a fault: the fentry poll path
+   *  (all four or none) falls back to tracepoints where the kernel refuses trampolines. */
+  bpfOptionalPrograms: string;
   /** `%s` is replaced by the lower-cased alert name: the GitHub anchor of its runbook.md heading. */
   runbookUrlPattern: string;
   dashboardTitlePrefix: string;
@@ -58,6 +61,7 @@ export const DEFAULT_CONFIG: BundleConfig = {
   clusterLabel: 'cluster',
   multiCluster: false,
   rateWindow: '5m',
+  bpfOptionalPrograms: 'iopoll_enter|iopoll_exit|classic_poll_enter|classic_poll_exit',
   // Relative to the repository root; point it at your published copy with --runbook-url-pattern.
   runbookUrlPattern: 'docs/runbook.md#%s',
   dashboardTitlePrefix: 'HybridPoll / ',

@@ -44,6 +44,7 @@ export function configCommand(name: string, description: string): Command {
     .option('--cluster-label <label>', 'label naming the cluster', DEFAULT_CONFIG.clusterLabel)
     .option('--multi-cluster', 'add a cluster variable to the dashboards', DEFAULT_CONFIG.multiCluster)
     .option('--rate-window <duration>', 'rate() window of the recording rules', dur, DEFAULT_CONFIG.rateWindow)
+    .option('--bpf-optional-programs <regexp>', 'BPF programs that may be detached without an alert (the fentry poll path)', DEFAULT_CONFIG.bpfOptionalPrograms)
     .option('--runbook-url-pattern <url>', 'runbook_url of each alert; %s = lower-cased alert name', DEFAULT_CONFIG.runbookUrlPattern)
     .option('--out <dir>', 'repository root to write into', REPO_ROOT);
   for (const [flag, key, help, parse] of THRESHOLD_FLAGS) {
@@ -65,6 +66,7 @@ export function configOf(o: Record<string, unknown>): BundleConfig {
     clusterLabel: o['clusterLabel'] as string,
     multiCluster: o['multiCluster'] as boolean,
     rateWindow: o['rateWindow'] as string,
+    bpfOptionalPrograms: o['bpfOptionalPrograms'] as string,
     runbookUrlPattern: o['runbookUrlPattern'] as string,
     thresholds,
   };
