@@ -5,6 +5,7 @@ import { disabledBpf, type BpfSource } from '../bpf/source.js';
 import { createApp } from '../http/server.js';
 import { createLogger, type Logger } from '../log.js';
 import { processRegistry } from '../metrics/render.js';
+import { EfficiencyModel } from '../model/index.js';
 import { SnapshotEngine } from '../snapshot/engine.js';
 import { liveReader } from '../snapshot/live.js';
 import { HostReader } from '../sources/reader.js';
@@ -53,7 +54,8 @@ export function serveCommand(): Command {
     const o = hostOptionsOf(raw);
     const log = createLogger(o.logLevel);
     const bpf = await bpfSourceOf(o, log);
-    const engine = new SnapshotEngine(liveReader(hostReaderOf(o), bpf, log, o.collectors.bpf));
+    const model = o.collectors.model ? new EfficiencyModel({ windowSeconds: o.model.windowSeconds, latencyBudget: o.model.latencyBudget }) : undefined;
+    const engine = new SnapshotEngine(liveReader(hostReaderOf(o), bpf, log, o.collectors.bpf), model);
     const app = createApp({ engine, log, processMetrics: processRegistry(), metricsPath: raw['web.telemetryPath'] as string });
     const addr = raw['web.listenAddress'] as ListenAddress;
     const server: Server = addr.host ? app.listen(addr.port, addr.host) : app.listen(addr.port);

@@ -2,8 +2,9 @@
 import type { Snapshot } from '../snapshot/types.js';
 import type { MetricFamily } from './family.js';
 import { hostFamilies } from './host.js';
+import { modelFamilies } from './model.js';
 import { selfFamilies } from './self.js';
 
 export function familiesOf(s: Snapshot): MetricFamily[] {
-  return [...selfFamilies(s), ...hostFamilies(s)];
+  return [...selfFamilies(s), ...hostFamilies(s), ...modelFamilies(s)];
 }
