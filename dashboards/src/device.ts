@@ -101,7 +101,7 @@ export function deviceDashboard(c: BundleConfig): Dashboard {
     .withRow(new RowBuilder('What if'))
     .withPanel(setup(new table.PanelBuilder(), {
       title: 'What-if: every policy on this device',
-      description: 'Each sleep policy evaluated on the same measured device and wake-up times: the sleep it would choose, CPU and added latency per I/O, mean latency, and the CPU share of one QD1 poller (CPU per I/O / latency). best_static is the target; oracle is the floor no static sleep reaches.',
+      description: 'Each sleep policy evaluated on the same measured device and wake-up times: the sleep it would choose, CPU and added latency per I/O, mean latency, and the share of one core a QD1 poller spends (CPU per I/O / latency; 100% = classic polling). best_static is the target; oracle is the floor no static sleep reaches.',
       unit: 's',
       width: 24,
       queries: [
@@ -109,7 +109,7 @@ export function deviceDashboard(c: BundleConfig): Dashboard {
         { expr: `hybridpoll_policy_cpu_seconds_per_io${D}`, instant: true, format: 'table' },
         { expr: `hybridpoll_policy_added_latency_seconds${D}`, instant: true, format: 'table' },
         { expr: `hybridpoll_policy_latency_seconds${D}`, instant: true, format: 'table' },
-        { expr: `hybridpoll_policy_cpu_seconds_per_io${D} / hybridpoll_policy_latency_seconds${D}`, instant: true, format: 'table' },
+        { expr: `hybridpoll_policy_cpu_share_ratio${D}`, instant: true, format: 'table' },
       ],
     })
       .transformations(tableTransforms(
@@ -140,7 +140,21 @@ export function deviceDashboard(c: BundleConfig): Dashboard {
       'none', `hybridpoll_nvme_poll_queues_param${s.node()}`))
     .withPanel(small('Hybrid ineffective', 'Yes when io_poll_delay ≥ 0 on a 5.16–6.3 kernel, where io_uring polled I/O never sleeps: hybrid is configured but does nothing.',
       'none', `hybridpoll_device_hybrid_configured_ineffective${D}`).mappings(valueText({ 0: 'no', 1: 'yes' })))
-    .withPanel(small('Model window', 'Sliding window the efficiency model computes over.',
+    .withPanel(small('Model window', 'Time span the efficiency model\'s histogram deltas cover (up to --model.window; shorter right after start).',
       's', `hybridpoll_model_window_seconds${s.node()}`))
+
+    .withRow(new RowBuilder('Model inputs'))
+    .withPanel(setup(new table.PanelBuilder(), {
+      title: 'Model inputs',
+      description: 'Where the model\'s inputs came from: device time (censored_km, empirical, censored_only or rq_lat), wake overhead and switch cost (measured or default), with the switch cost c_sw it used. Defaults make the efficiency figures less certain.',
+      unit: 's',
+      width: 24,
+      // The info metric's labels joined onto the switch cost: one row per device.
+      queries: [{
+        expr: `hybridpoll_model_switch_cost_seconds${D} * on (${s.deviceKey()}) group_left (device_time, wake_overhead, switch_cost) hybridpoll_model_input_info${D}`,
+        instant: true,
+        format: 'table',
+      }],
+    }).transformations(tableTransforms({ Value: 'Switch cost c_sw' }, ['device', 'device_time', 'wake_overhead', 'switch_cost'])))
     .build();
 }
