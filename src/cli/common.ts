@@ -11,7 +11,7 @@ export interface HostOptions {
   deviceInclude?: RegExp;
   deviceExclude?: RegExp;
   logLevel: LogLevel;
-  bpf: { enable: 'auto' | 'on' | 'off'; loader?: string; timeoutMs: number; bucketsKeepEvery: number };
+  bpf: { enable: 'auto' | 'on' | 'off'; loader?: string; timeoutMs: number; bucketsKeepEvery: number; forceTracepoint: boolean };
   model: { windowSeconds: number; latencyBudget: number };
 }
 
@@ -74,6 +74,7 @@ export function addHostOptions(cmd: Command): Command {
     .addOption(new Option('--bpf.enable <mode>', 'eBPF collector: auto uses it when root and BTF allow, on fails loudly if it cannot run, off never loads it')
       .choices(['auto', 'on', 'off']).default('auto'))
     .option('--bpf.loader <path>', 'path of the BPF loader binary (default: the one built with the package)')
+    .option('--bpf.force-tracepoint', 'never use fentry/fexit: measure hybrid polling with the tracepoint-only path (see src/bpf/README.md)')
     .addOption(parsed('--bpf.timeout <duration>', 'how long one scrape waits for the BPF loader', durationArg, '1s'))
     .addOption(new Option('--bpf.buckets <keep>', 'histogram bucket boundaries to expose: all (4 per power of two), half, or pow2 (1 per power of two)')
       .choices(['all', 'half', 'pow2']).default('pow2'))
@@ -111,6 +112,7 @@ export function hostOptionsOf(raw: Raw): HostOptions {
       ...(raw['bpf.loader'] ? { loader: raw['bpf.loader'] as string } : {}),
       timeoutMs: (raw['bpf.timeout'] as number) * 1000,
       bucketsKeepEvery: { all: 1, half: 2, pow2: 4 }[keep],
+      forceTracepoint: raw['bpf.forceTracepoint'] === true,
     },
     model: { windowSeconds: raw['model.window'] as number, latencyBudget: raw['model.latencyBudget'] as number },
   };

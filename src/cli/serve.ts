@@ -1,6 +1,7 @@
 // `hybridpoll-exporter serve`: the exporter itself.
 import { Command, InvalidArgumentError } from 'commander';
 import type { Server } from 'node:http';
+import { BpfCollector } from '../bpf/collector.js';
 import { disabledBpf, type BpfSource } from '../bpf/source.js';
 import { createApp } from '../http/server.js';
 import { createLogger, type Logger } from '../log.js';
@@ -36,9 +37,15 @@ export function hostReaderOf(o: HostOptions): HostReader {
 }
 
 /** The BPF collector per --bpf.enable and --no-collector.bpf. */
-export async function bpfSourceOf(o: HostOptions, _log: Logger): Promise<BpfSource> {
+export async function bpfSourceOf(o: HostOptions, log: Logger): Promise<BpfSource> {
   if (!o.collectors.bpf || o.bpf.enable === 'off') return disabledBpf('disabled by flag');
-  return disabledBpf('the BPF collector is not built into this version');
+  return BpfCollector.create({
+    mode: o.bpf.enable,
+    ...(o.bpf.loader ? { loader: o.bpf.loader } : {}),
+    timeoutMs: o.bpf.timeoutMs,
+    forceTracepoint: o.bpf.forceTracepoint,
+    log,
+  });
 }
 
 export function serveCommand(): Command {

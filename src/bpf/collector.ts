@@ -1,0 +1,113 @@
+// The BPF collector (BpfSource): decides per --bpf.enable whether to run the loader, keeps it
+// running, and turns each answer into a restart-adjusted BpfSnapshot.
+//   auto: runs when privileges, kernel BTF and the loader binary allow; otherwise one log line
+//         and a disabled status saying why.
+//   on:   the same checks, but a failure is an error (logged at error level, state failed).
+import { constants } from 'node:fs';
+import { access, readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from '../log.js';
+import { RestartAccumulator } from './accumulate.js';
+import { LoaderClient } from './client.js';
+import { toBpfSnapshot } from './protocol.js';
+import type { BpfSource } from './source.js';
+import type { BpfSnapshot, BpfStatus } from './types.js';
+
+/** The loader built by `npm run build:bpf`, relative to this module (src/bpf or dist/bpf). */
+export const DEFAULT_LOADER = fileURLToPath(new URL('../../build/bpf/hybridpoll-bpf', import.meta.url));
+
+export interface BpfCollectorOptions {
+  mode: 'auto' | 'on';
+  loader?: string;
+  timeoutMs: number;
+  /** pass --force-tracepoint: never use fentry/fexit */
+  forceTracepoint?: boolean;
+  /** more loader arguments (tests: --test-sleeper-tgid) */
+  extraArgs?: string[];
+  log: Logger;
+  /** overrides for tests */
+  client?: { handshakeTimeoutMs?: number; backoff?: { initialMs: number; maxMs: number } };
+  /** where to look for privileges and BTF (tests) */
+  paths?: { procStatus?: string; btf?: string };
+}
+
+const CAP_SYS_ADMIN = 21;
+const CAP_PERFMON = 38;
+const CAP_BPF = 39;
+
+/** Whether effective capabilities (hex CapEff of /proc/self/status) allow loading tracing programs. */
+export function capsAllowBpf(capEffHex: string): boolean {
+  const caps = BigInt(`0x${capEffHex.trim() || '0'}`);
+  const has = (bit: number) => (caps >> BigInt(bit)) & 1n;
+  return has(CAP_SYS_ADMIN) === 1n || (has(CAP_BPF) === 1n && has(CAP_PERFMON) === 1n);
+}
+
+/** Why the loader cannot run here, or undefined when it can. */
+export async function preflight(loader: string, paths: BpfCollectorOptions['paths'] = {}): Promise<string | undefined> {
+  const status = await readFile(paths.procStatus ?? '/proc/self/status', 'utf8').catch(() => '');
+  const capEff = /^CapEff:\s*([0-9a-f]+)$/m.exec(status)?.[1];
+  if (capEff === undefined || !capsAllowBpf(capEff)) return 'not privileged: needs root, or CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)';
+  const btf = paths.btf ?? '/sys/kernel/btf/vmlinux';
+  if (await access(btf, constants.R_OK).then(() => false, () => true)) return `kernel has no BTF (${btf} is not readable; needs CONFIG_DEBUG_INFO_BTF)`;
+  if (await access(loader, constants.X_OK).then(() => false, () => true)) return `BPF loader ${loader} is missing or not executable: run npm run build:bpf`;
+  return undefined;
+}
+
+export class BpfCollector implements BpfSource {
+  private readonly acc = new RestartAccumulator();
+  private client?: LoaderClient;
+  private blocked?: { state: 'disabled' | 'failed'; reason: string };
+
+  private constructor(private readonly o: BpfCollectorOptions) {}
+
+  /** Checks whether the loader can run and starts it; never throws. */
+  static async create(o: BpfCollectorOptions): Promise<BpfCollector> {
+    const c = new BpfCollector(o);
+    const loader = o.loader ?? DEFAULT_LOADER;
+    const why = await preflight(loader, o.paths);
+    if (why) {
+      c.blocked = { state: o.mode === 'on' ? 'failed' : 'disabled', reason: why };
+      if (o.mode === 'on') o.log.error('BPF collector cannot run (--bpf.enable=on)', { reason: why });
+      else o.log.info('BPF collector disabled', { reason: why });
+      return c;
+    }
+    // a key per exporter process keeps ring ids stable across loader restarts, and secret
+    const ringKey = [...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, '0')).join('');
+    c.client = new LoaderClient({
+      file: loader,
+      args: [...(o.extraArgs ?? []), ...(o.forceTracepoint ? ['--force-tracepoint'] : []), '--ring-key', ringKey],
+      timeoutMs: o.timeoutMs,
+      log: o.log,
+      ...(o.client?.handshakeTimeoutMs ? { handshakeTimeoutMs: o.client.handshakeTimeoutMs } : {}),
+      ...(o.client?.backoff ? { backoff: o.client.backoff } : {}),
+      onNewRun: () => c.acc.newRun(),
+    });
+    c.client.start();
+    return c;
+  }
+
+  status(): BpfStatus {
+    const restarts = this.client?.restarts ?? 0;
+    if (this.blocked) return { mode: this.o.mode, ...this.blocked, loaderRestarts: restarts };
+    const cl = this.client!;
+    switch (cl.state) {
+      case 'running':
+        return { mode: this.o.mode, state: 'running', reason: `${cl.hello?.pollPath} poll path`, loaderRestarts: restarts };
+      case 'starting':
+        return { mode: this.o.mode, state: 'starting', reason: cl.lastError ? `restarting after: ${cl.lastError}` : 'loading BPF programs', loaderRestarts: restarts };
+      default:
+        return { mode: this.o.mode, state: 'failed', reason: cl.lastError ?? 'loader not running', loaderRestarts: restarts };
+    }
+  }
+
+  async snapshot(): Promise<BpfSnapshot | undefined> {
+    if (!this.client || this.client.state !== 'running') return undefined;
+    const { hello, snap } = await this.client.request();
+    if (snap.unknownKinds.length) this.o.log.debug('bpf loader sent unknown histogram kinds', { kinds: snap.unknownKinds.join(',') });
+    return this.acc.apply(toBpfSnapshot(hello, snap));
+  }
+
+  async stop(): Promise<void> {
+    await this.client?.stop();
+  }
+}

@@ -1,0 +1,167 @@
+// eBPF per-I/O timings (docs/metrics.md "eBPF per-I/O timings"): histograms on the log-linear grid
+// converted to Prometheus histograms, per-device counters, rings, and the collector's self-metrics.
+import type { BpfSnapshot, BucketHist, HistKind } from '../bpf/types.js';
+import { OVERFLOW, upperNs } from '../model/buckets.js';
+import type { Snapshot } from '../snapshot/types.js';
+import { family, PREFIX, type Labels, type MetricFamily, type Sample } from './family.js';
+
+export interface BpfExposition {
+  /** keep every bucket boundary (1), every second (2) or only powers of two (4): --bpf.buckets */
+  keepEvery: number;
+}
+
+export const DEFAULT_EXPOSITION: BpfExposition = { keepEvery: 4 };
+
+/**
+ * Boundaries below this are not exposed: nothing the kernel does in a poll loop is shorter, and
+ * dropping a boundary of a cumulative histogram moves its count into the next one, losing nothing.
+ */
+export const MIN_EXPOSED_NS = 128;
+
+/** Whether bucket i's upper bound is exposed: sub-bucket (i−1) mod 4 = 3 is a power of two. */
+function exposed(i: number, keepEvery: number): boolean {
+  if (i >= OVERFLOW || upperNs(i) < MIN_EXPOSED_NS) return false;
+  return ((i - 1) % 4) % keepEvery === keepEvery - 1;
+}
+
+export interface PromBucket {
+  /** upper bound in seconds; Infinity for +Inf */
+  le: number;
+  /** cumulative count */
+  count: number;
+}
+
+/** Cumulative Prometheus buckets (seconds) of a sparse grid histogram, ending with +Inf = count. */
+export function promBuckets(h: BucketHist, keepEvery: number): PromBucket[] {
+  const counts = new Map<number, number>();
+  for (const [i, c] of h.buckets) counts.set(i, (counts.get(i) ?? 0) + c);
+  const out: PromBucket[] = [];
+  let cum = 0;
+  for (let i = 0; i < OVERFLOW; i++) {
+    cum += counts.get(i) ?? 0;
+    if (exposed(i, keepEvery)) out.push({ le: upperNs(i) / 1e9, count: cum });
+  }
+  out.push({ le: Infinity, count: cum + (counts.get(OVERFLOW) ?? 0) });
+  checkPromBuckets(out, h.count);
+  return out;
+}
+
+/** The Prometheus histogram invariants; a violation is a bug, reported with the offending bucket. */
+export function checkPromBuckets(b: PromBucket[], count: number): void {
+  const last = b[b.length - 1];
+  if (!last || last.le !== Infinity) throw new Error('histogram has no +Inf bucket');
+  if (last.count !== count) throw new Error(`histogram +Inf bucket ${last.count} differs from _count ${count}`);
+  for (let k = 1; k < b.length; k++) {
+    const p = b[k - 1]!;
+    const q = b[k]!;
+    if (!(q.le > p.le)) throw new Error(`histogram boundaries not increasing at le=${q.le}`);
+    if (q.count < p.count) throw new Error(`histogram not cumulative at le=${q.le}`);
+  }
+}
+
+const HISTOGRAMS: [HistKind, string, string][] = [
+  ['rq_lat', 'io_latency_seconds', 'Block I/O issue to completion (polled I/O: to reaped), from eBPF.'],
+  ['sleep_req', 'poll_sleep_requested_seconds', 'Hybrid-poll sleep the kernel requested (hrtimer expiry minus arming time).'],
+  ['offcpu', 'poll_offcpu_seconds', 'Real off-CPU time of hybrid-poll sleeps.'],
+  ['wake_ovh', 'poll_wake_overhead_seconds', 'Time from the sleep timer expiring to the poller running again.'],
+  ['wake_lat', 'poll_wake_latency_seconds', 'Wakeup to on-CPU of hybrid-poll sleepers (run-queue latency).'],
+  ['spin', 'poll_spin_seconds', 'CPU time spinning in the poll loop; _sum is the total spin CPU time.'],
+  ['dev_spun', 'poll_device_time_seconds', 'Issue to found for polled I/Os still pending after the sleep: the device time.'],
+  ['found_slept', 'poll_found_after_sleep_seconds', 'Issue to found for polled I/Os already complete at wake-up: device time plus oversleep (censored).'],
+  ['oversleep_ub', 'poll_oversleep_upper_bound_seconds', 'Upper bound of the oversleep of each overslept polled I/O.'],
+  ['iopoll', 'iopoll_pass_seconds', 'Wall time of one io_do_iopoll pass (fentry path).'],
+];
+
+const DEVICE_COUNTERS: [string, string, string][] = [
+  ['polled_ios', 'polled_ios_total', 'Polled I/Os completed.'],
+  ['sleeps', 'poll_sleeps_total', 'Hybrid-poll sleeps.'],
+  ['overslept', 'poll_overslept_ios_total', 'Polled I/Os found complete on the first poll after the sleep.'],
+  ['spun', 'poll_spun_ios_total', 'Polled I/Os that needed polling after the sleep.'],
+  ['sleeps_unmatched', 'poll_sleeps_unmatched_total', 'Hybrid-poll sleeps that met no polled completion in the same task (attributed to the task\'s last device, not classified).'],
+];
+
+/** "major:minor" → device name from sysfs, when the host reading knows it. */
+function deviceNames(s: Snapshot): Map<string, string> {
+  const m = new Map<string, string>();
+  for (const d of s.host?.devices ?? []) if (d.devNum) m.set(d.devNum, d.device);
+  return m;
+}
+
+function histogramFamily(name: string, help: string, series: { labels: Labels; h: BucketHist }[], keepEvery: number): MetricFamily {
+  const samples: Sample[] = [];
+  for (const { labels, h } of series) {
+    for (const b of promBuckets(h, keepEvery)) {
+      samples.push({ labels: { ...labels, le: b.le === Infinity ? '+Inf' : String(b.le) }, value: b.count, suffix: '_bucket' });
+    }
+    samples.push({ labels, value: h.sumNs / 1e9, suffix: '_sum' });
+    samples.push({ labels, value: h.count, suffix: '_count' });
+  }
+  return { name: PREFIX + name, type: 'histogram', help, samples };
+}
+
+function timingFamilies(bpf: BpfSnapshot, names: Map<string, string>, keepEvery: number): MetricFamily[] {
+  const label = (dev: string) => names.get(dev) ?? dev;
+  const out = HISTOGRAMS.map(([kind, name, help]) =>
+    histogramFamily(
+      name,
+      help,
+      bpf.devices.flatMap((d) => (d.hists[kind] ? [{ labels: { device: label(d.dev) }, h: d.hists[kind]! }] : [])),
+      keepEvery,
+    ),
+  );
+  const devs = Object.entries(bpf.deviceCounters);
+  for (const [key, name, help] of DEVICE_COUNTERS) {
+    out.push(family(name, 'counter', help, devs, ([dev, c]) => (c[key] !== undefined ? { labels: { device: label(dev) }, value: c[key]! } : undefined)));
+  }
+  out.push(
+    family('poll_classified_ios_total', 'counter',
+      'Slept polled I/Os classified found_slept/dev_spun, by method: exact (poll calls counted, fentry path) or calibrated (threshold from the shortest found time).',
+      devs.flatMap(([dev, c]) => [
+        { labels: { device: label(dev), method: 'exact' }, value: c['classified_exact'] },
+        { labels: { device: label(dev), method: 'calibrated' }, value: c['classified_calibrated'] },
+      ]),
+      (x) => (x.value !== undefined ? { labels: x.labels, value: x.value } : undefined)),
+    family('ring_info', 'gauge', 'An io_uring ring seen polling (6.13+, fentry path). Always 1.',
+      bpf.rings, (r) => ({ labels: { ring: r.ring, pid: String(r.pid), comm: r.comm, hybrid: r.hybrid ? '1' : '0' }, value: 1 })),
+    family('ring_hybrid_poll_time_seconds', 'gauge', "The ring's ctx->hybrid_poll_time (running minimum); the kernel sleeps half of it.",
+      bpf.rings, (r) => (r.hybridPollTimeNs === null ? undefined : { labels: { ring: r.ring }, value: r.hybridPollTimeNs / 1e9 })),
+  );
+  return out;
+}
+
+const DROPS: [string, string][] = [
+  ['start_map_full', 'start_map_full'],
+  ['issue_missed', 'issue_missed'],
+  ['task_map_full', 'task_map_full'],
+  ['hist_map_full', 'hist_map_full'],
+  ['recursion_misses', 'recursion'],
+];
+
+function selfFamilies(s: Snapshot): MetricFamily[] {
+  const bpf = s.bpf;
+  const st = s.bpfStatus;
+  const programs = Object.entries(bpf?.programs ?? {});
+  return [
+    family('bpf_up', 'gauge', '1 while the BPF loader runs and answers.', [bpf !== undefined && st.state === 'running'], (up) => ({ labels: {}, value: up ? 1 : 0 })),
+    family('bpf_status_info', 'gauge', 'State of the BPF collector and why (running, starting, disabled, failed). Always 1.',
+      [st], (x) => ({ labels: { state: x.state, reason: x.reason }, value: 1 })),
+    family('bpf_program_attached', 'gauge', '1 if that BPF program is attached.', programs, ([p, v]) => ({ labels: { program: p }, value: v.attached ? 1 : 0 })),
+    family('bpf_poll_path_info', 'gauge', 'Poll path in use: fentry, tracepoint or none. Always 1.', bpf ? [bpf.pollPath] : [], (p) => ({ labels: { path: p }, value: 1 })),
+    family('bpf_loader_restarts_total', 'counter', 'BPF loader restarts after it died or hung.', [st.loaderRestarts], (n) => ({ labels: {}, value: n })),
+    family('bpf_events_dropped_total', 'counter', 'BPF events lost, by reason.', bpf ? DROPS : [],
+      ([key, reason]) => (bpf?.counters[key] !== undefined ? { labels: { reason }, value: bpf.counters[key]! } : undefined)),
+    family('bpf_program_run_seconds_total', 'counter', 'CPU time spent in each BPF program (needs kernel.bpf_stats_enabled=1).', programs,
+      ([p, v]) => (v.runTimeNs !== undefined ? { labels: { program: p }, value: v.runTimeNs / 1e9 } : undefined)),
+    family('bpf_program_runs_total', 'counter', 'Runs of each BPF program (needs kernel.bpf_stats_enabled=1).', programs,
+      ([p, v]) => (v.runCount !== undefined ? { labels: { program: p }, value: v.runCount } : undefined)),
+  ];
+}
+
+/**
+ * Every BPF family of a scrape: none when the collector is switched off (--no-collector.bpf,
+ * --bpf.enable=off); timing families only when the collector delivered a snapshot.
+ */
+export function bpfFamilies(s: Snapshot, o: BpfExposition = DEFAULT_EXPOSITION): MetricFamily[] {
+  if (s.bpfStatus.mode === 'off' && !s.bpf) return [];
+  return [...selfFamilies(s), ...(s.bpf ? timingFamilies(s.bpf, deviceNames(s), o.keepEvery) : [])];
+}

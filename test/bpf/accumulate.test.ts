@@ -1,0 +1,107 @@
+// Restart accumulation: the loader's maps start from zero after a restart; what the exporter reports must not go down.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { RestartAccumulator } from '../../src/bpf/accumulate.js';
+import type { BpfRing, BpfSnapshot, BucketHist } from '../../src/bpf/types.js';
+
+function hist(buckets: [number, number][], sumNs = 0): BucketHist {
+  return { buckets, count: buckets.reduce((a, [, c]) => a + c, 0), sumNs, aux0: 0, aux1: 0 };
+}
+
+function raw(n: { lat?: [number, number][]; ios?: number; drops?: number; run?: number; rings?: BpfRing[] }): BpfSnapshot {
+  return {
+    takenAtNs: 0,
+    pollPath: 'tracepoint',
+    programs: { rq_complete: { attached: true, ...(n.run !== undefined ? { runTimeNs: n.run, runCount: n.run } : {}) } },
+    devices: n.lat ? [{ dev: '259:0', hists: { rq_lat: hist(n.lat, 10 * (n.lat.length ?? 0)) } }] : [],
+    rings: n.rings ?? [],
+    counters: { issue_missed: n.drops ?? 0 },
+    deviceCounters: n.ios !== undefined ? { '259:0': { polled_ios: n.ios } } : {},
+  };
+}
+
+const ring = (id: string, sleeps: number): BpfRing => ({ ring: id, pid: 1, comm: 'x', flags: 0, hybrid: false, hybridPollTimeNs: null, sleeps, iopollPasses: sleeps });
+
+describe('RestartAccumulator', () => {
+  it('passes values through within one run', () => {
+    const a = new RestartAccumulator();
+    a.newRun();
+    const s = a.apply(raw({ lat: [[50, 3]], ios: 3, drops: 1, run: 7 }));
+    expect(s.devices[0]!.hists.rq_lat).toEqual(hist([[50, 3]], 10));
+    expect(s.deviceCounters['259:0']).toEqual({ polled_ios: 3 });
+    expect(s.counters['issue_missed']).toBe(1);
+    expect(s.programs['rq_complete']).toEqual({ attached: true, runTimeNs: 7, runCount: 7 });
+  });
+
+  it('adds the totals of the previous run after a restart', () => {
+    const a = new RestartAccumulator();
+    a.newRun();
+    a.apply(raw({ lat: [[50, 3], [60, 1]], ios: 4, drops: 2, run: 100 }));
+    a.newRun();
+    const early = a.apply(raw({ drops: 0 })); // the new loader has seen nothing yet
+    expect(early.devices[0]!.hists.rq_lat!.count).toBe(4);
+    expect(early.deviceCounters['259:0']).toEqual({ polled_ios: 4 });
+    const s = a.apply(raw({ lat: [[50, 1], [70, 2]], ios: 3, drops: 1, run: 5 }));
+    expect(s.devices[0]!.hists.rq_lat!.buckets).toEqual([[50, 4], [60, 1], [70, 2]]);
+    expect(s.devices[0]!.hists.rq_lat!.count).toBe(7);
+    expect(s.devices[0]!.hists.rq_lat!.sumNs).toBe(20 + 20);
+    expect(s.deviceCounters['259:0']).toEqual({ polled_ios: 7 });
+    expect(s.counters['issue_missed']).toBe(3);
+    expect(s.programs['rq_complete']!.runTimeNs).toBe(105);
+  });
+
+  it('absorbs a value that goes down within a run (a recreated map entry)', () => {
+    const a = new RestartAccumulator();
+    a.newRun();
+    a.apply(raw({ ios: 10, lat: [[5, 10]] }));
+    const s = a.apply(raw({ ios: 2, lat: [[5, 1]] }));
+    expect(s.deviceCounters['259:0']!['polled_ios']).toBe(12);
+    expect(s.devices[0]!.hists.rq_lat!.count).toBe(11);
+  });
+
+  it('forgets rings whose process exited, keeps waiting for others across a restart', () => {
+    const a = new RestartAccumulator();
+    a.newRun();
+    a.apply(raw({ rings: [ring('a', 5), ring('b', 1)] }));
+    expect(a.apply(raw({ rings: [ring('a', 6)] })).rings.map((r) => r.ring)).toEqual(['a']); // b exited
+    a.newRun();
+    expect(a.apply(raw({ rings: [] })).rings).toEqual([]);
+    expect(a.apply(raw({ rings: [ring('a', 1)] })).rings[0]!.sleeps).toBe(7); // a came back: 6 + 1
+    expect(a.apply(raw({ rings: [ring('b', 1)] })).rings[0]!.sleeps).toBe(1); // b's history was dropped
+  });
+
+  it('never lets any reported counter or bucket go down, whatever the runs do', () => {
+    // a run = a sequence of growing raw readings; between runs the loader restarts from zero
+    const run = fc.array(fc.tuple(fc.nat(50), fc.nat(50), fc.nat(5)), { minLength: 1, maxLength: 6 });
+    fc.assert(
+      fc.property(fc.array(run, { minLength: 1, maxLength: 5 }), (runs) => {
+        const a = new RestartAccumulator();
+        let prev: BpfSnapshot | undefined;
+        let trueTotal = 0;
+        for (const steps of runs) {
+          a.newRun();
+          let ios = 0;
+          let b1 = 0;
+          let b2 = 0;
+          for (const [di, d1, d2] of steps) {
+            ios += di;
+            b1 += d1;
+            b2 += d2;
+            const s = a.apply(raw({ ios, lat: [[10, b1], [20, b2]].filter(([, c]) => c > 0) as [number, number][] }));
+            const h = s.devices[0]?.hists.rq_lat;
+            if (prev) {
+              expect(s.deviceCounters['259:0']!['polled_ios']).toBeGreaterThanOrEqual(prev.deviceCounters['259:0']!['polled_ios']!);
+              const ph = prev.devices[0]?.hists.rq_lat;
+              for (const [i, c] of ph?.buckets ?? []) expect(h!.buckets.find(([j]) => j === i)![1]).toBeGreaterThanOrEqual(c);
+            }
+            if (h) expect(h.count).toBe(h.buckets.reduce((x, [, c]) => x + c, 0));
+            prev = s;
+          }
+          trueTotal += ios;
+        }
+        // with a reading at the end of every run nothing is lost
+        expect(prev!.deviceCounters['259:0']!['polled_ios']).toBe(trueTotal);
+      }),
+    );
+  });
+});

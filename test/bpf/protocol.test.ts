@@ -1,0 +1,166 @@
+// The loader protocol: line splitting with a bound, validation of every message, conversion to BpfSnapshot.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { NB } from '../../src/model/buckets.js';
+import { LineSplitter, MAX_LINE_BYTES, parseLine, ProtocolError, toBpfSnapshot, type LoaderHello, type LoaderSnap } from '../../src/bpf/protocol.js';
+
+const HELLO = {
+  type: 'hello', proto: 1, version: '0.1.0', pid: 42, ncpu: 2, nb: 144, kernel: '6.18.44', poll_path: 'tracepoint',
+  programs: {
+    rq_issue: { state: 'attached', via: 'tp_btf' },
+    rq_complete: { state: 'attached', via: 'raw_tp', note: 'tp_btf: probe load refused: Operation not permitted' },
+    iopoll_enter: { state: 'failed', reason: 'fentry: probe load refused: Operation not permitted' },
+    classic_poll_exit: { state: 'disabled', reason: 'tracepoint path forced (--force-tracepoint)' },
+  },
+  issue_arg: 0, polled_flag: '__REQ_POLLED=22', hybrid_poll_time: true, test_tgid: 0, calib_pct: 200, attempts: 1, load_us: 400000,
+};
+
+function snapJson(over: Record<string, unknown> = {}) {
+  return {
+    type: 'snap', id: '7', t: 123456789,
+    hists: [
+      { dev: '259:0', kind: 'rq_lat', count: 3, sum: 30000, aux0: 12288, aux1: 0, b: [[50, 2], [60, 1]] },
+      { dev: '259:0', kind: 'sleep_req', count: 2, sum: 8000, aux0: 7000, aux1: 2, b: [[45, 2]] },
+      { dev: '259:0', kind: 'found_slept', count: 1, sum: 9000, aux0: 0, aux1: 0, b: [[46, 1]] },
+      { dev: '259:0', kind: 'spin', count: 2, sum: 500, aux0: 0, aux1: 0, b: [[30, 2]] },
+      { dev: '8:0', kind: 'rq_lat', count: 1, sum: 100, aux0: 4096, aux1: 1, b: [[26, 1]] },
+    ],
+    devs: [{ dev: '259:0', polled_ios: 3, classified_exact: 0, classified_calibrated: 2, sleeps_unmatched: 0, min_found_ns: 900, found_threshold_ns: 1800, min_dev_ns: 0 }],
+    rings: [{ ring: '00ab12cd34ef', pid: 99, comm: 'fio', flags: 0x20001, hpt: 8000, sleeps: 2, passes: 5 }],
+    counters: { start_map_full: 0, issue_missed: 1, task_map_full: 0, hist_map_full: 0 },
+    gates: { polled_tasks: 1, sleepers: 0 },
+    bpf_stats: 1,
+    progs: { rq_issue: { run_ns: 1000, run_cnt: 10, recursion_misses: 0 }, rq_complete: { run_ns: 2000, run_cnt: 10, recursion_misses: 3 } },
+    ...over,
+  };
+}
+
+const line = (o: unknown) => JSON.stringify(o);
+
+describe('LineSplitter', () => {
+  it('reassembles lines split across chunks and splits chunks holding several lines', () => {
+    const lines: string[] = [];
+    const s = new LineSplitter((l) => lines.push(l), () => {}, 100);
+    s.push(Buffer.from('{"a":'));
+    s.push(Buffer.from('1}\n{"b":2}\n{"c"'));
+    s.push(Buffer.from(':3}\n'));
+    expect(lines).toEqual(['{"a":1}', '{"b":2}', '{"c":3}']);
+  });
+
+  it('drops an oversized line up to its newline, reports it once, and keeps going', () => {
+    const lines: string[] = [];
+    const oversized: number[] = [];
+    const s = new LineSplitter((l) => lines.push(l), (n) => oversized.push(n), 10);
+    s.push(Buffer.from('short\n' + 'x'.repeat(8)));
+    s.push(Buffer.from('y'.repeat(20)));
+    s.push(Buffer.from('zz\nnext\n'));
+    expect(lines).toEqual(['short', 'next']);
+    expect(oversized).toEqual([30]);
+  });
+
+  it('splits any chunking of any text exactly like String.split', () => {
+    fc.assert(
+      fc.property(fc.array(fc.string({ unit: fc.constantFrom('a', 'b', '\n', 'é') }), { maxLength: 20 }), (pieces) => {
+        const text = pieces.join('');
+        const lines: string[] = [];
+        const s = new LineSplitter((l) => lines.push(l), () => {}, 1 << 20);
+        for (const p of pieces) s.push(Buffer.from(p));
+        expect(lines).toEqual(text.split('\n').slice(0, -1));
+      }),
+    );
+  });
+});
+
+describe('parseLine', () => {
+  it('parses a hello line', () => {
+    const h = parseLine(line(HELLO)) as LoaderHello;
+    expect(h.type).toBe('hello');
+    expect(h.pollPath).toBe('tracepoint');
+    expect(h.programs['rq_complete']).toEqual({ state: 'attached', via: 'raw_tp', reason: 'tp_btf: probe load refused: Operation not permitted' });
+    expect(h.programs['iopoll_enter']?.state).toBe('failed');
+  });
+
+  it('parses a snap line', () => {
+    const s = parseLine(line(snapJson())) as LoaderSnap;
+    expect(s.id).toBe('7');
+    expect(s.hists).toHaveLength(5);
+    expect(s.hists[0]).toEqual({ dev: '259:0', kind: 'rq_lat', hist: { buckets: [[50, 2], [60, 1]], count: 3, sumNs: 30000, aux0: 12288, aux1: 0 } });
+    expect(s.rings[0]?.hpt).toBe(8000);
+    expect(s.bpfStats).toBe(true);
+  });
+
+  it.each([
+    ['not JSON', '{"type":"snap",', /not JSON/],
+    ['a JSON array', '[1,2]', /message: expected an object/],
+    ['an unknown message type', line({ type: 'bogus' }), /unknown message type "bogus"/],
+    ['no message type', line({ id: 1 }), /unknown message type undefined/],
+    ['another protocol version', line({ ...HELLO, proto: 2 }), /protocol 2.*rebuild the loader/],
+    ['another bucket grid', line({ ...HELLO, nb: 100 }), /100 buckets/],
+    ['an unknown poll path', line({ ...HELLO, poll_path: 'kprobe' }), /unknown path "kprobe"/],
+    ['an unknown program state', line({ ...HELLO, programs: { x: { state: 'maybe' } } }), /hello.programs.x.state: unknown state/],
+    ['a negative count', line(snapJson({ counters: { issue_missed: -1 } })), /snap.counters.issue_missed: expected a non-negative integer/],
+    ['a fractional count', line(snapJson({ gates: { sleepers: 0.5 } })), /snap.gates.sleepers/],
+    ['a bucket index off the grid', line(snapJson({ hists: [{ dev: '1:0', kind: 'spin', count: 1, sum: 1, aux0: 0, aux1: 0, b: [[NB, 1]] }] })), /bucket index 144 is off the grid/],
+    ['a count that is not the sum of its buckets', line(snapJson({ hists: [{ dev: '1:0', kind: 'spin', count: 5, sum: 1, aux0: 0, aux1: 0, b: [[3, 1]] }] })), /count 5 is not the sum of the buckets \(1\)/],
+    ['a malformed device', line(snapJson({ hists: [{ dev: 'sda', kind: 'spin', count: 0, sum: 0, aux0: 0, aux1: 0, b: [] }] })), /expected "major:minor"/],
+    ['a bucket pair of three', line(snapJson({ hists: [{ dev: '1:0', kind: 'spin', count: 1, sum: 0, aux0: 0, aux1: 0, b: [[1, 1, 1]] }] })), /expected \[index, count\]/],
+    ['a missing field', line({ ...snapJson(), rings: undefined }), /snap.rings: expected an array/],
+  ])('rejects %s with a clear error', (_what, text, msg) => {
+    expect(() => parseLine(text)).toThrow(ProtocolError);
+    expect(() => parseLine(text)).toThrow(msg);
+  });
+
+  it('refuses an oversized line before parsing it', () => {
+    expect(() => parseLine(' '.repeat(MAX_LINE_BYTES + 1))).toThrow(/exceeds the limit/);
+  });
+
+  it('skips unknown histogram kinds (a newer loader) and names them', () => {
+    const s = parseLine(line(snapJson({ hists: [...snapJson().hists, { dev: '1:0', kind: 'future_kind', count: 0, sum: 0, aux0: 0, aux1: 0, b: [] }] }))) as LoaderSnap;
+    expect(s.hists).toHaveLength(5);
+    expect(s.unknownKinds).toEqual(['future_kind']);
+  });
+
+  it('passes loader errors and fatal messages through', () => {
+    expect(parseLine(line({ type: 'fatal', msg: 'no kernel BTF' }))).toEqual({ type: 'fatal', msg: 'no kernel BTF' });
+    expect(parseLine(line({ type: 'error', msg: 'unknown request' }))).toEqual({ type: 'error', msg: 'unknown request' });
+  });
+
+  it('never throws anything but a ProtocolError on arbitrary input', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), fc.json()), (text) => {
+        try {
+          parseLine(text);
+        } catch (e) {
+          expect(e).toBeInstanceOf(ProtocolError);
+        }
+      }),
+    );
+  });
+});
+
+describe('toBpfSnapshot', () => {
+  const snap = toBpfSnapshot(parseLine(line(HELLO)) as LoaderHello, parseLine(line(snapJson())) as LoaderSnap);
+
+  it('groups histograms by device', () => {
+    expect(snap.devices.map((d) => d.dev).sort()).toEqual(['259:0', '8:0']);
+    expect(Object.keys(snap.devices.find((d) => d.dev === '259:0')!.hists).sort()).toEqual(['found_slept', 'rq_lat', 'sleep_req', 'spin']);
+  });
+
+  it('derives the per-device counters the model reads', () => {
+    expect(snap.deviceCounters['259:0']).toMatchObject({ polled_ios: 3, sleeps: 2, sleep_ns: 8000, spin_ns: 500, overslept: 1, spun: 0, classified_calibrated: 2 });
+    expect(snap.deviceCounters['8:0']).toMatchObject({ polled_ios: 0, sleeps: 0 });
+    expect(snap.counters).toMatchObject({ polled_ios: 3, sleeps: 2, issue_missed: 1, recursion_misses: 3 });
+  });
+
+  it('reports program status and, with bpf_stats on, run time', () => {
+    expect(snap.pollPath).toBe('tracepoint');
+    expect(snap.programs['rq_issue']).toEqual({ attached: true, runTimeNs: 1000, runCount: 10 });
+    expect(snap.programs['iopoll_enter']).toEqual({ attached: false, reason: 'fentry: probe load refused: Operation not permitted' });
+    const off = toBpfSnapshot(parseLine(line(HELLO)) as LoaderHello, parseLine(line(snapJson({ bpf_stats: 0 }))) as LoaderSnap);
+    expect(off.programs['rq_issue']).toEqual({ attached: true });
+  });
+
+  it('marks hybrid rings from their setup flags', () => {
+    expect(snap.rings[0]).toEqual({ ring: '00ab12cd34ef', pid: 99, comm: 'fio', flags: 0x20001, hybrid: true, hybridPollTimeNs: 8000, sleeps: 2, iopollPasses: 5 });
+  });
+});
