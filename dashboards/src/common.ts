@@ -144,13 +144,14 @@ export function valueText(map: Record<string, string>): ValueMapping[] {
   return [{ type: MappingType.ValueToText, options }];
 }
 
-/** Merge instant table queries into one row per series, drop bookkeeping columns, rename values. */
+/** Instant table queries to one row per series: keep the identifying labels and the values (so
+ *  __name__, Time and job cannot stop rows of different queries from joining), merge, rename. */
 export function tableTransforms(rename: Record<string, string>, keep: string[]): DataTransformerConfig[] {
   const order: Record<string, number> = {};
   [...keep, ...Object.keys(rename)].forEach((k, i) => (order[k] = i));
   return [
-    { id: 'merge', options: {} },
     { id: 'filterFieldsByName', options: { include: { names: [...keep, ...Object.keys(rename)] } } },
+    { id: 'merge', options: {} },
     { id: 'organize', options: { renameByName: rename, indexByName: order, excludeByName: {} } },
   ];
 }
