@@ -88,6 +88,21 @@ export function healthDashboard(c: BundleConfig): Dashboard {
       queries: [{ expr: `rate(process_cpu_seconds_total${N}[$__rate_interval])`, legend: `{{${node}}}` }],
     }).legend(legendTable()).min(0))
     .withPanel(setup(new timeseries.PanelBuilder(), {
+      title: 'BPF programs CPU',
+      description: 'CPU the in-kernel BPF programs spend, by program, summed over the selected nodes. Only reported while kernel.bpf_stats_enabled=1 on the node (the kernel does not count otherwise).',
+      unit: CORES,
+      queries: [{ expr: `sum by (program) (rate(hybridpoll_bpf_program_run_seconds_total${N}[$__rate_interval]))`, legend: '{{program}}' }],
+    }).stacking(new common.StackingConfigBuilder().mode(common.StackingMode.Normal)).fillOpacity(30).legend(legendTable()).min(0))
+    .withPanel(setup(new timeseries.PanelBuilder(), {
+      title: 'BPF cost per run',
+      description: 'Mean CPU time of one run of each BPF program (kernel.bpf_stats_enabled=1 only): the per-event overhead the exporter adds to I/O and scheduling paths.',
+      unit: 's',
+      queries: [{
+        expr: `sum by (program) (rate(hybridpoll_bpf_program_run_seconds_total${N}[$__rate_interval])) / sum by (program) (rate(hybridpoll_bpf_program_runs_total${N}[$__rate_interval]))`,
+        legend: '{{program}}',
+      }],
+    }).legend(legendTable()).min(0))
+    .withPanel(setup(new timeseries.PanelBuilder(), {
       title: 'Exporter memory',
       description: 'Resident memory of the exporter process.',
       unit: 'bytes',
