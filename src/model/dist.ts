@@ -121,57 +121,71 @@ const factorial = (n: number): number => (n <= 1 ? 1 : n * factorial(n - 1));
  * (k-fold integration of x⁺ or of the step). Sub-probability inputs scale the result by their mass.
  */
 export function expectPositive(terms: readonly Term[], shift: number, order: 0 | 1): number {
+  const n = terms.length;
+  const lists = terms.map((t) => t.dist.pieces.filter((q) => q.p > 0));
+  if (lists.some((l) => l.length === 0)) return 0;
+  // Odometer over the combinations of pieces; no allocation per combination (this is the hot loop).
+  const idx = new Int32Array(n);
+  const widths = new Float64Array(n);
   let total = 0;
-  const recur = (t: number, p: number, x0: number, widths: number[]): void => {
-    if (t === terms.length) {
-      total += p * combination(x0, widths, order);
-      return;
+  for (;;) {
+    let p = 1;
+    let x0 = shift;
+    let k = 0;
+    for (let t = 0; t < n; t++) {
+      const q = lists[t]![idx[t]!]!;
+      const sign = terms[t]!.sign;
+      p *= q.p;
+      if (q.hi === q.lo) x0 += sign * q.lo;
+      else {
+        // a negative uniform on (lo, hi] is a positive uniform of the same width starting at −hi
+        x0 += sign > 0 ? q.lo : -q.hi;
+        widths[k++] = q.hi - q.lo;
+      }
     }
-    const { dist, sign } = terms[t]!;
-    for (const q of dist.pieces) {
-      if (q.p <= 0) continue;
-      if (q.hi === q.lo) recur(t + 1, p * q.p, x0 + sign * q.lo, widths);
-      // a negative uniform on (lo, hi] is a positive uniform of the same width starting at −hi
-      else recur(t + 1, p * q.p, x0 + (sign > 0 ? q.lo : -q.hi), [...widths, q.hi - q.lo]);
-    }
-  };
-  recur(0, 1, shift, []);
-  return total;
+    total += p * combination(x0, widths, k, order);
+    let t = n - 1;
+    while (t >= 0 && ++idx[t]! === lists[t]!.length) idx[t--] = 0;
+    if (t < 0) return total;
+  }
 }
 
-function combination(x0: number, widths: number[], order: 0 | 1): number {
-  const span = widths.reduce((a, w) => a + w, 0);
+const kept = new Float64Array(32);
+
+function combination(x0: number, widths: Float64Array, count: number, order: 0 | 1): number {
+  let span = 0;
+  for (let j = 0; j < count; j++) span += widths[j]!;
   if (x0 + span <= 0) return 0;
   // Entirely positive: the indicator is 1 and the positive part is linear (mean of the sum).
-  if (x0 >= 0 && !(order === 0 && x0 === 0 && widths.length === 0)) return order === 0 ? 1 : x0 + span / 2;
+  if (x0 > 0 || (x0 === 0 && count > 0)) return order === 0 ? 1 : x0 + span / 2;
   // Narrow pieces relative to the scale lose digits in the finite differences: use their midpoints.
   const scale = Math.max(Math.abs(x0), Math.abs(x0 + span));
   let base = x0;
-  const ws: number[] = [];
-  for (const w of widths) {
+  let k = 0;
+  for (let j = 0; j < count; j++) {
+    const w = widths[j]!;
     if (w < NARROW * scale) base += w / 2;
-    else ws.push(w);
+    else kept[k++] = w;
   }
-  const k = ws.length;
   const pow = k + order;
   if (pow === 0) return base > 0 ? 1 : 0;
   const denom = factorial(pow);
-  const P = (x: number) => (x > 0 ? x ** pow / denom : 0);
   // Σ over the 2^k vertices of the box with alternating signs.
   let acc = 0;
+  let prod = 1;
+  for (let j = 0; j < k; j++) prod *= kept[j]!;
   for (let mask = 0; mask < 1 << k; mask++) {
     let x = base;
     let bits = 0;
     for (let j = 0; j < k; j++) {
       if (mask & (1 << j)) {
-        x += ws[j]!;
+        x += kept[j]!;
         bits++;
       }
     }
-    acc += ((k - bits) % 2 === 0 ? 1 : -1) * P(x);
+    if (x > 0) acc += ((k - bits) % 2 === 0 ? 1 : -1) * x ** pow;
   }
-  const prod = ws.reduce((a, w) => a * w, 1);
-  const v = acc / prod;
+  const v = acc / denom / prod;
   // Clamp rounding noise into the valid range.
   return order === 0 ? Math.min(1, Math.max(0, v)) : Math.max(0, v);
 }
