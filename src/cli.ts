@@ -4,6 +4,7 @@ import { Command } from 'commander';
 import { serveCommand } from './cli/serve.js';
 import { recordCommand } from './cli/record.js';
 import { replayCommand } from './cli/replay.js';
+import { reportCommand } from './cli/report.js';
 import { VERSION } from './version.js';
 
 export function program(): Command {
@@ -14,6 +15,7 @@ export function program(): Command {
   p.addCommand(serveCommand(), { isDefault: true });
   p.addCommand(recordCommand());
   p.addCommand(replayCommand());
+  p.addCommand(reportCommand());
   return p;
 }
 

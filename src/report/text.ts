@@ -1,0 +1,100 @@
+// The report as a plain-text table for a terminal. Pure: Report in, string out.
+import type { PolicyOutcome } from '../model/index.js';
+import type { Report, ReportDevice, ReportHostDevice } from './data.js';
+import { cores, duration, integer, percent } from './units.js';
+
+/** Columns two spaces apart: the first and the last left-aligned, the others right-aligned (numbers). */
+function table(rows: string[][]): string[] {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
+  const last = widths.length - 1;
+  return rows.map((r) => r.map((cell, c) => (c === 0 || c === last ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ').trimEnd());
+}
+
+/** Probabilities from the model can come out a hair below 0 by rounding; show those as 0. */
+const probability = (p: number) => percent(Math.max(0, p));
+
+function sourceLine(r: Report): string {
+  if (r.source.kind === 'live') return `${r.host} (live)`;
+  const h = r.source.header;
+  return `${r.host} (recording ${r.source.file}: ${h.source}, created ${h.created})`;
+}
+
+const outcomeRow = (name: string, o: Omit<PolicyOutcome, 'policy'>, mark: string): string[] => [
+  name,
+  duration(o.sleepNs),
+  duration(o.cpuNs),
+  percent(o.cpuShare),
+  duration(o.lateNs),
+  duration(o.latencyNs),
+  probability(o.oversleepProbability),
+  o.meetsBudget ? 'yes' : 'no',
+  mark,
+];
+
+function device(d: ReportDevice): string[] {
+  const t = d.target;
+  const c = t.current;
+  const m = t.measured;
+  const lines = [`${t.device} (${t.dev})`];
+  const kv = (k: string, v: string) => lines.push(`  ${k.padEnd(18)}${v}`);
+  if (m) kv('polled I/O', `${integer(m.iops)} IOPS, ${integer(m.polledIos)} I/Os in ${t.windowSeconds.toFixed(0)} s`);
+  const dt = t.deviceTime;
+  kv('device time D', `mean ${duration(dt.meanNs)}, p50 ${duration(dt.p50Ns)}, p99 ${duration(dt.p99Ns)} (${dt.source}: ${integer(dt.samples)} samples, ${integer(dt.censored)} censored)`);
+  kv('wake overhead O', `mean ${duration(t.wakeOverhead.meanNs)} (${t.wakeOverhead.source}); sleep/wake CPU c_sw ${duration(t.switchCostNs)} (${t.switchCostSource})`);
+  const sleptOn = c.sleptFraction > 0 ? `, on ${percent(c.sleptFraction)} of I/Os (${c.sleepSource.replace('_', ' ')})` : '';
+  kv('current sleep', `${duration(c.sleepNs)}  ${c.policy}${sleptOn}`);
+  kv('optimal sleep', `${duration(t.best.sleepNs)}  best_static within the ${percent(t.latencyBudget, 0)} latency budget`);
+  kv('efficiency', t.efficiency === undefined ? 'n/a: no static sleep beats classic polling' : `${percent(t.efficiency)}  (100% = the best static sleep, 0% = classic polling)`);
+  if (m) {
+    const check = t.modelCpuErrorRatio === undefined ? '' : ` (self-check ${t.modelCpuErrorRatio >= 0 ? '+' : ''}${percent(t.modelCpuErrorRatio)})`;
+    kv('CPU per I/O', `measured ${duration(m.cpuPerIoNs)}, modelled ${duration(c.outcome.cpuNs)}${check}`);
+  }
+  if (t.wastedCpuCores !== undefined) {
+    const why = t.wastedCpuCores < 0 ? ' (below the best sleep\'s CPU: the kernel buys it with latency beyond the budget)' : '';
+    kv('wasted CPU', `${cores(t.wastedCpuCores)}${why}`);
+  }
+  const over = m?.oversleepRatio === undefined ? 'not measured' : `${percent(m.oversleepRatio)} of slept I/Os already complete at wake-up`;
+  kv('oversleep', `${over}; adds ${duration(c.outcome.lateNs)} per I/O`);
+  lines.push('');
+  const rows = [
+    ['what-if, per I/O', 'sleep', 'CPU', 'CPU share', 'added latency', 'latency', 'overslept', 'in budget', ''],
+    outcomeRow('current (measured)', c.outcome, ''),
+    ...t.policies.map((p) => outcomeRow(p.policy, p, p.policy === 'best_static' ? '<- optimal' : p.policy === c.policy ? '<- kernel policy' : '')),
+  ];
+  lines.push(...table(rows).map((l) => `  ${l}`));
+  lines.push('', `  => ${t.recommendation}`);
+  return lines;
+}
+
+/** "nvme0n1 (io_poll 1, 2 poll queues)" */
+export function hostDevice(d: ReportHostDevice): string {
+  const parts = [d.ioPoll === undefined ? undefined : `io_poll ${d.ioPoll}`, d.pollQueues === undefined ? undefined : `${d.pollQueues} poll queue${d.pollQueues === 1 ? '' : 's'}`];
+  const known = parts.filter((x) => x !== undefined);
+  return known.length ? `${d.device} (${known.join(', ')})` : d.device;
+}
+
+export function renderText(r: Report): string {
+  const lines = [
+    'hybridpoll-exporter report',
+    `  host        ${sourceLine(r)}`,
+    `  kernel      ${r.kernel.release ?? 'release unknown'}, era ${r.kernel.era} (${r.kernel.evidence})`,
+    `  BPF         ${r.bpf.state}${r.bpf.pollPath ? `, ${r.bpf.pollPath} path` : ''}${r.bpf.state === 'running' ? '' : `: ${r.bpf.reason}`}`,
+    `  window      ${r.window.from} -> ${r.window.to} (${r.window.seconds.toFixed(0)} s)`,
+    `  devices     ${r.hostDevices.length === 0 ? 'none read' : r.hostDevices.map(hostDevice).join(', ')}`,
+    `  budget      best_static may add ${percent(r.latencyBudget, r.latencyBudget < 0.01 ? 1 : 0)} of the mean device time as latency`,
+  ];
+  for (const d of r.devices) lines.push('', ...device(d));
+  if (r.rings.length > 0) {
+    lines.push('', 'io_uring rings');
+    lines.push(...table(r.rings.map((g) => [
+      `  ring ${g.ring}`,
+      `${g.comm} (pid ${g.pid})`,
+      g.hybrid ? 'hybrid' : 'classic',
+      g.hybridPollTimeNs === null ? 'no estimate yet' : `hybrid_poll_time ${duration(g.hybridPollTimeNs)}, sleeps ${duration(Math.floor(g.hybridPollTimeNs / 2))}`,
+      `${integer(g.sleeps)} sleeps in the window`,
+    ])));
+  }
+  if (r.devices.length === 0 && r.notes.length === 0) lines.push('', 'Nothing to analyse in this window.');
+  if (r.notes.length > 0) lines.push('', ...r.notes.map((n) => `note: ${n}`));
+  return lines.join('\n') + '\n';
+}
