@@ -56,7 +56,8 @@ if ldd "$app/build/bpf/hybridpoll-bpf" >/dev/null 2>&1; then
 fi
 port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 log="$stage/smoke.log"
-(cd "$app" && exec node dist/cli.js replay recordings/synthetic.jsonl --web.listen-address "127.0.0.1:$port") >"$log" 2>&1 &
+# --speed 10: the model needs two frames (5 s apart in the recording) before it reports.
+(cd "$app" && exec node dist/cli.js replay recordings/synthetic.jsonl --speed 10 --web.listen-address "127.0.0.1:$port") >"$log" 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true' EXIT
 # What the Dockerfile's HEALTHCHECK runs, against the staged exporter.
@@ -67,8 +68,14 @@ for _ in $(seq 1 50); do
   sleep 0.2
 done
 [ -n "$ok" ] || { cat "$log" >&2; die "no /healthz answer within 10 s"; }
-metrics=$(node -e "fetch('http://127.0.0.1:$port/metrics').then((r) => r.text()).then((t) => process.stdout.write(t))")
-for m in hybridpoll_build_info hybridpoll_wasted_cpu_seconds_total hybridpoll_io_latency_seconds_bucket; do
-  grep -q "^$m" <<<"$metrics" || { cat "$log" >&2; die "staged exporter's /metrics lacks $m"; }
+# Host, BPF and model families, scraped until the model has its first window (10 s at most).
+want="hybridpoll_build_info hybridpoll_io_latency_seconds_bucket hybridpoll_wasted_cpu_seconds_total"
+for _ in $(seq 1 20); do
+  metrics=$(node -e "fetch('http://127.0.0.1:$port/metrics').then((r) => r.text()).then((t) => process.stdout.write(t))")
+  missing=
+  for m in $want; do grep -q "^$m" <<<"$metrics" || missing="$missing $m"; done
+  [ -z "$missing" ] && break
+  sleep 0.5
 done
+[ -z "$missing" ] || { cat "$log" >&2; die "staged exporter's /metrics lacks$missing"; }
 say "ok: staged exporter answered /healthz and served $(grep -vc '^#' <<<"$metrics") samples from replay"

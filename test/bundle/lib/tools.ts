@@ -1,7 +1,7 @@
 // External binaries the bundle tests use; a missing one makes its tests skip loudly.
 import { accessSync, constants } from 'node:fs';
 
-export function findBinary(name: string, dirs = ['/usr/bin', '/usr/local/bin', '/bin']): string | undefined {
+export function findBinary(name: string, dirs = [...(process.env['PATH'] ?? '').split(':').filter(Boolean), '/usr/sbin', '/sbin']): string | undefined {
   for (const d of dirs) {
     try {
       accessSync(`${d}/${name}`, constants.X_OK);
