@@ -68,9 +68,12 @@ export function parseBtf(buf: Buffer): Parsed<BtfIndex> {
   }
   if (p !== end) return fail('BTF type section is truncated or has an unknown kind');
 
-  const collect = (id: number, into: Set<string>, depth: number): void => {
+  // `seen`: each type is expanded once per query, so a crafted BTF whose anonymous members refer
+  // back to their own struct cannot make this walk exponential (found by test/hardening fuzzing).
+  const collect = (id: number, into: Set<string>, depth: number, seen: Set<number>): void => {
     const at = offsets[id];
-    if (at === undefined || depth > 8) return;
+    if (at === undefined || depth > 8 || seen.has(id)) return;
+    seen.add(id);
     const info = buf.readUInt32LE(at + 4);
     const kind = (info >>> 24) & 0x1f;
     if (kind !== KIND_STRUCT && kind !== KIND_UNION) return;
@@ -78,7 +81,7 @@ export function parseBtf(buf: Buffer): Parsed<BtfIndex> {
     for (let i = 0; i < vlen; i++) {
       const m = at + 12 + 12 * i;
       const mName = buf.readUInt32LE(m);
-      if (mName === 0) collect(buf.readUInt32LE(m + 4), into, depth + 1);
+      if (mName === 0) collect(buf.readUInt32LE(m + 4), into, depth + 1, seen);
       else into.add(name(mName));
     }
   };
@@ -88,7 +91,7 @@ export function parseBtf(buf: Buffer): Parsed<BtfIndex> {
       const id = structsByName.get(structName);
       if (id === undefined) return undefined;
       const members = new Set<string>();
-      collect(id, members, 0);
+      collect(id, members, 0, new Set());
       return members;
     },
   });

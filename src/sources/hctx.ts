@@ -19,7 +19,10 @@ export function parseHctxIoPoll(hctx: string, text: string): Parsed<HctxIoPoll> 
   for (const part of text.split(/[\n,]/).map((s) => s.trim()).filter(Boolean)) {
     const m = /^(considered|invoked|success)=(\d+)$/.exec(part);
     if (!m) return fail(`io_poll field not understood: ${quote(part)}`);
-    fields.set(m[1]!, Number(m[2]));
+    const n = Number(m[2]);
+    // Beyond 2^53 the value is no longer exact and the monotonic deltas would be wrong.
+    if (!Number.isSafeInteger(n)) return fail(`io_poll ${m[1]} out of range: ${quote(m[2]!)}`);
+    fields.set(m[1]!, n);
   }
   const considered = fields.get('considered');
   const invoked = fields.get('invoked');

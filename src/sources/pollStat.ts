@@ -16,6 +16,10 @@ export function parsePollStat(text: string): Parsed<PollStat> {
     const m = LINE_RE.exec(line);
     if (!m) return fail(`poll_stat line ${i + 1} not understood: ${quote(line)}`);
     const [, op, size, samples, mean, min, max] = m;
+    // Digits beyond 2^53 are not exact (and 309+ digits become Infinity): refuse, do not export.
+    if ([size, samples, mean, min, max].some((v) => v !== undefined && !Number.isSafeInteger(Number(v)))) {
+      return fail(`poll_stat line ${i + 1} has a number out of range: ${quote(line)}`);
+    }
     const b: PollStatBucket = {
       op: op as 'read' | 'write',
       sizeBytes: Number(size),
