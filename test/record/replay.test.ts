@@ -1,6 +1,7 @@
 // Replay: frames advance on the (injected) wall clock, timestamps are rebased, and looping keeps
 // every counter and histogram going up, checked through the real HTTP server.
-import { createWriteStream, mkdtempSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { createWriteStream, existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,7 @@ import { replayApp } from '../../src/cli/replay.js';
 import { createLogger } from '../../src/log.js';
 import { RECORDING_FORMAT } from '../../src/record/format.js';
 import { replayReader } from '../../src/record/replay.js';
+import { SYNTHETIC_RECORDING } from '../../src/record/shipped.js';
 import { SYNTHETIC_DEFAULTS, syntheticFrames } from '../../src/record/synthetic.js';
 import { RecordingWriter } from '../../src/record/writer.js';
 import type { SnapshotInputs } from '../../src/snapshot/types.js';
@@ -181,6 +183,33 @@ describe('replay over HTTP', () => {
       // docs/metrics.md says hctx_poll_counter_resets_total; src/metrics/host.ts emits hctx_poll_resets_total.
       expect(text).toMatch(/hybridpoll_hctx_poll_(counter_)?resets_total\{device="nvme0n1",hctx="hctx2"\} 0/);
     }
+  });
+
+  it('the shipped recording yields every documented family a 6.13+ NVMe host can have, and passes promtool', async () => {
+    let now = 0;
+    const { base } = await serve(SYNTHETIC_RECORDING, true, () => now);
+    // Two scrapes a window apart: the model needs deltas.
+    await fetch(`${base}/metrics`);
+    now = 60_000;
+    const text = await (await fetch(`${base}/metrics`)).text();
+    const emitted = new Set([...text.matchAll(/^# TYPE (hybridpoll_\w+) /gm)].map((m) => m[1]!));
+    const doc = readFileSync(new URL('../../docs/metrics.md', import.meta.url), 'utf8');
+    const documented = doc.split('\n').filter((l) => l.startsWith('| `')).flatMap((l) => [...(l.split('|')[1] ?? '').matchAll(/`(hybridpoll_\w+)`/g)].map((m) => m[1]!));
+    // poll_stat (4.12–6.3) and hctx io_poll (≤5.15) cannot exist on the recording's 6.14 host.
+    const possible = documented.filter((n) => !/^hybridpoll_(poll_stat_|hctx_poll_)/.test(n));
+    expect(possible.length).toBeGreaterThan(40);
+    expect(possible.filter((n) => !emitted.has(n)), 'documented families missing from replay').toEqual([]);
+    // Every model family has a series for both devices.
+    for (const f of ['sleep_efficiency_ratio', 'optimal_sleep_seconds', 'current_sleep_seconds', 'wasted_cpu_seconds_total', 'oversleep_ratio']) {
+      for (const d of ['nvme0n1', 'nvme1n1']) expect(text, `${f} ${d}`).toMatch(new RegExp(`^hybridpoll_${f}\\{device="${d}"\\} `, 'm'));
+    }
+    if (!existsSync('/usr/bin/promtool')) {
+      console.warn('*** /usr/bin/promtool not found (apt-get install prometheus): skipping promtool check metrics on replay output ***');
+      return;
+    }
+    const r = spawnSync('/usr/bin/promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+    expect(r.stdout + r.stderr).toBe('');
+    expect(r.status).toBe(0);
   });
 
   it('refuses a malformed recording before serving, naming the line', async () => {
