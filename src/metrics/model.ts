@@ -75,6 +75,7 @@ export function modelFamilies(snap: Snapshot): MetricFamily[] {
       })),
     family('model_window_seconds', 'gauge',
       'Time span the model\'s histogram deltas cover (up to --model.window; shorter right after start).',
-      [r.windowSeconds], (w) => ({ labels: {}, value: w })),
+      // only once the model has something to show (no BPF data: nothing to window)
+      r.targets.length || r.wastedCpuSecondsTotal.length ? [r.windowSeconds] : [], (w) => ({ labels: {}, value: w })),
   ];
 }
