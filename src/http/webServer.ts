@@ -44,19 +44,27 @@ export interface LoadedWebConfig {
   secure?: SecureContextOptions;
 }
 
-const pemText = (p: Pem): string => ('inline' in p ? p.inline : readSmallFile(p.file));
+function readOrExplain(path: string, what: string): string {
+  try {
+    return readSmallFile(path);
+  } catch (e) {
+    throw new Error(`cannot read ${what} ${path}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+const pemText = (p: Pem, what: string): string => ('inline' in p ? p.inline : readOrExplain(p.file, what));
 
 /** Read and validate a web config file and every file it names. Throws with a one-line reason. */
 export function loadWebConfig(path: string): LoadedWebConfig {
-  const parsed = parseWebConfig(readSmallFile(path), dirname(path));
+  const parsed = parseWebConfig(readOrExplain(path, 'web config'), dirname(path));
   if (!parsed.ok) throw new Error(`${path}: ${parsed.error}`);
   const config = parsed.value;
   const t = config.tls;
   if (!t) return { config };
   const secure: SecureContextOptions = {
-    cert: pemText(t.cert),
-    key: pemText(t.key),
-    ...(t.clientCa ? { ca: pemText(t.clientCa) } : {}),
+    cert: pemText(t.cert, 'certificate'),
+    key: pemText(t.key, 'key'),
+    ...(t.clientCa ? { ca: pemText(t.clientCa, 'client CA') } : {}),
     minVersion: t.minVersion,
     maxVersion: t.maxVersion,
     honorCipherOrder: t.honorCipherOrder,
