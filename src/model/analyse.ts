@@ -112,12 +112,15 @@ function recommend(t: Omit<ModelTarget, 'recommendation'>): string {
 /** The analysis of one device over one window; undefined with too few device-time samples. */
 export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | undefined {
   if (!(w.seconds > 0)) throw new Error(`window of ${w.seconds} s`);
+  const polledIos = counter(w, 'polled_ios');
+  const hybridSeen = (w.hists.dev_spun?.count ?? 0) + (w.hists.found_slept?.count ?? 0) > 0;
+  // A device nobody polled in this window (IRQ-driven disks, idle NVMe) has nothing to model.
+  if (polledIos === 0 && !hybridSeen) return undefined;
   const dt = deviceTime(w);
   if (!dt || dt.samples < (opts.minSamples ?? MIN_SAMPLES)) return undefined;
 
   const sleepReq = w.hists.sleep_req;
   const sleeps = counter(w, 'sleeps') ?? sleepReq?.count ?? 0;
-  const polledIos = counter(w, 'polled_ios');
   const wakeDist = w.hists.wake_ovh && w.hists.wake_ovh.count > 0 ? calibratedDist(w.hists.wake_ovh) : undefined;
   const fO = wakeDist ?? atom(opts.defaultWakeOverheadNs ?? DEFAULT_WAKE_OVERHEAD_NS);
   const csw = switchCost(w, sleeps, opts.defaultSwitchCostNs ?? DEFAULT_SWITCH_COST_NS);

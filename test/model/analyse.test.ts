@@ -84,6 +84,11 @@ describe('analyse', () => {
     expect(t.recommendation).toMatch(/classic polling is already best/);
   });
 
+  it('leaves out devices nobody polled (IRQ-driven disks)', () => {
+    const w = windowOf({ n: 5000, ...tight(9), sleepNs: 0, cswNs: 1500 });
+    expect(analyse({ ...w, counters: { ...w.counters, polled_ios: 0, spin_ns: 0 } }, OPTS)).toBeUndefined();
+  });
+
   it('needs enough samples', () => {
     expect(analyse(windowOf({ n: 5, ...tight(6), sleepNs: 0, cswNs: 1500 }), OPTS)).toBeUndefined();
     expect(analyse(windowOf({ n: 5, ...tight(6), sleepNs: 0, cswNs: 1500 }), { ...OPTS, minSamples: 1 })).toBeDefined();
