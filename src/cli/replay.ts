@@ -3,6 +3,7 @@
 import { Command, Option } from 'commander';
 import type { Express } from 'express';
 import { createApp } from '../http/server.js';
+import { listenWeb, loadWebConfig } from '../http/webServer.js';
 import { createLogger, LOG_LEVELS, type Logger, type LogLevel } from '../log.js';
 import { processRegistry } from '../metrics/render.js';
 import { EfficiencyModel } from '../model/index.js';
@@ -80,11 +81,14 @@ export function replayCommand(): Command {
     .addOption(parsed('--speed <factor>', 'recording seconds per wall-clock second', positiveNumber, '1'))
     .addOption(parsed('--web.listen-address <[host]:port>', 'address to listen on; the default listens on all interfaces', parseListenAddress, DEFAULT_LISTEN))
     .option('--web.telemetry-path <path>', 'path under which to expose metrics', '/metrics')
+    .option('--web.config.file <path>', 'exporter-toolkit web config (YAML): TLS, bcrypt basic auth, headers, rate limit; as for serve')
     .addOption(parsed('--model.window <duration>', 'sliding window the efficiency model computes over', durationArg, '60s'))
     .addOption(parsed('--model.latency-budget <ratio>', 'added latency allowed for best_static, as a fraction of the mean device time', positiveNumber, '0.01'))
     .addOption(new Option('--log.level <level>', 'least severe log level to print').choices([...LOG_LEVELS]).default('info'));
   cmd.action(async (file: string, raw: Record<string, unknown>) => {
     const log = createLogger(raw['log.level'] as LogLevel);
+    const webConfigFile = raw['web.config.file'] as string | undefined;
+    if (webConfigFile !== undefined) loadWebConfig(webConfigFile);
     const loop = raw['once'] !== true;
     const speed = raw['speed'] as number;
     // A missing or malformed recording ends the command here, with the line that is wrong.
@@ -100,7 +104,7 @@ export function replayCommand(): Command {
     }).catch((e: unknown) => cmd.error(`error: ${e instanceof Error ? e.message : String(e)}`));
     const { app, summary } = built;
     const addr = raw['web.listenAddress'] as ListenAddress;
-    const server = addr.host ? app.listen(addr.port, addr.host) : app.listen(addr.port);
+    const server = listenWeb(app, { ...addr, ...(webConfigFile !== undefined ? { configFile: webConfigFile } : {}) }, log);
     server.on('listening', () => {
       const a = server.address();
       log.info('replaying', {
