@@ -48,7 +48,7 @@ export class LoaderClient {
   private fatal?: string;
 
   constructor(private readonly o: LoaderClientOptions) {
-    this.delayMs = o.backoff?.initialMs ?? 500;
+    this.delayMs = o.backoff?.initialMs ?? 250;
   }
 
   start(): void {
@@ -200,7 +200,7 @@ export class LoaderClient {
     this.hello = undefined;
     if (this.state === 'stopped') return;
     this.lastError = why;
-    if (Date.now() - this.startedAt >= (this.o.healthyAfterMs ?? 30_000)) this.delayMs = this.o.backoff?.initialMs ?? 500;
+    if (Date.now() - this.startedAt >= (this.o.healthyAfterMs ?? 30_000)) this.delayMs = this.o.backoff?.initialMs ?? 250;
     const delay = this.delayMs;
     this.delayMs = Math.min(this.delayMs * 2, this.o.backoff?.maxMs ?? 30_000);
     this.state = 'backoff';

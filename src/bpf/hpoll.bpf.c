@@ -341,8 +341,8 @@ static __always_inline void record_found(u32 dev, struct dev_calib *cal, bool sl
 
 static __always_inline int on_issue(struct request *rq, const bool btf)
 {
-	/* the kernel stamps start_time_ns whenever iostats, blk-stat or a scheduler need it;
-	 * only requests without it pay for a map entry */
+	/* the kernel stamps start_time_ns whenever iostats, blk-stat or a scheduler need it (iostats
+	 * is on by default); only requests without it pay for a map entry */
 	if (!RD(btf, rq, start_time_ns)) {
 		u64 key = (u64)rq, ts = bpf_ktime_get_ns();
 
@@ -390,6 +390,9 @@ static __always_inline void classify_tp(struct task_st *st, u32 dev, u64 now, u6
 	ungate(st);
 }
 
+/* rq_lat runs from the request's start_time_ns (allocation: what iostat's await measures, and
+ * what fio's completion latency includes when dispatch is delayed) to completion; requests the
+ * kernel does not stamp are timed from block_rq_issue via the starts map. */
 static __always_inline int on_complete(struct request *rq, int error, unsigned int nr_bytes,
 				       const bool btf)
 {
@@ -399,13 +402,7 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 	struct hist *h;
 	u32 dev, tid;
 
-	if (ts) {
-		/* issue time when blk-stat is on, else allocation time: both are what iostat uses */
-		u64 io = RD(btf, rq, io_start_time_ns);
-
-		if (io)
-			ts = io;
-	} else {
+	if (!ts) {
 		u64 key = (u64)rq, *tsp = bpf_map_lookup_elem(&starts, &key);
 
 		if (!tsp) {

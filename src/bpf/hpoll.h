@@ -15,7 +15,7 @@
 
 /* Order and names match HIST_KINDS in src/bpf/types.ts. */
 enum hp_kind {
-	HK_RQ_LAT = 0,     /* block issue -> complete (polled I/O: -> reaped); aux0 bytes, aux1 errors */
+	HK_RQ_LAT = 0,     /* request start -> complete (polled I/O: -> reaped); aux0 bytes, aux1 errors */
 	HK_IOPOLL,         /* wall time of one io_do_iopoll() pass (fentry path) */
 	HK_SPIN,           /* CPU time spinning: per classic_poll call (fentry) or wake -> found (tracepoint) */
 	HK_SLEEP_REQ,      /* hybrid sleep requested: hrtimer expiry - now; aux0 sum of hybrid_poll_time/2, aux1 samples */

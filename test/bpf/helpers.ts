@@ -1,0 +1,108 @@
+// Shared by the BPF integration tests: privileges, the loader build, loop devices, fio, bpftool.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join, resolve } from 'node:path';
+import { execa } from 'execa';
+
+export const ROOT = resolve(import.meta.dirname, '../..');
+export const LOADER = resolve(ROOT, 'build/bpf/hybridpoll-bpf');
+
+const has = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+
+/** Why the BPF integration tests cannot run here, or undefined. */
+export function bpfSkipReason(needs: string[] = []): string | undefined {
+  if (process.getuid?.() !== 0) return 'needs root';
+  if (!existsSync('/sys/kernel/btf/vmlinux')) return 'needs kernel BTF (/sys/kernel/btf/vmlinux)';
+  for (const cmd of ['bpftool', 'clang', ...needs]) if (!has(cmd)) return `needs ${cmd}`;
+  return undefined;
+}
+
+/** Skips loudly: CI has root and BPF, so a skip there is a finding. */
+export function warnSkip(file: string, reason: string | undefined): boolean {
+  if (reason) console.warn(`\n*** SKIPPING ${file}: ${reason} ***\n`);
+  return reason !== undefined;
+}
+
+/** Builds the loader if its sources changed (the script is idempotent and fast when up to date). */
+export function ensureLoader(): void {
+  execFileSync('bash', [resolve(ROOT, 'scripts/build-bpf.sh')], { stdio: 'pipe' });
+}
+
+/** Names of loaded BPF programs that are ours (hp_ prefix), from bpftool. */
+export function ourPrograms(): string[] {
+  const progs = JSON.parse(execFileSync('bpftool', ['prog', 'show', '-j'], { encoding: 'utf8' })) as { name?: string }[];
+  return progs.map((p) => p.name ?? '').filter((n) => n.startsWith('hp_'));
+}
+
+export interface LoopDevice {
+  path: string;
+  /** "major:minor" */
+  dev: string;
+  detach(): void;
+}
+
+/** A loop device with direct I/O over a file of real data under /tmp (reads go to the disk). */
+export function loopDevice(sizeMiB = 128): LoopDevice {
+  const dir = mkdtempSync(join(tmpdir(), 'hp-loop-'));
+  const file = join(dir, 'backing.img');
+  execFileSync('dd', ['if=/dev/urandom', `of=${file}`, 'bs=1M', `count=${sizeMiB}`, 'status=none']);
+  const path = execFileSync('losetup', ['-f', '--show', '--direct-io=on', file], { encoding: 'utf8' }).trim();
+  const dev = readFileSync(`/sys/block/${basename(path)}/dev`, 'utf8').trim();
+  return {
+    path,
+    dev,
+    detach: () => {
+      spawnSync('losetup', ['-d', path]);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function attached(path: string): boolean {
+  return execFileSync('losetup', ['-a'], { encoding: 'utf8' }).includes(`${path}:`);
+}
+
+export interface FioResult {
+  ios: number;
+  clatMeanNs: number;
+}
+
+/**
+ * Runs a command as SCHED_FIFO when chrt exists: on a busy 2-CPU machine a normal task's wake-up
+ * delay dwarfs what the tests measure (fio's completion latency, a sleeper's wake-up).
+ */
+export function realtime(cmd: string, args: string[]): [string, string[]] {
+  return has('chrt') ? ['chrt', ['-f', '10', cmd, ...args]] : [cmd, args];
+}
+
+/** fio 4k random reads with io_uring and O_DIRECT; total issued I/Os and completion latency mean. */
+export async function fio(device: string, o: { seconds: number; iodepth: number; rateIops?: number }): Promise<FioResult> {
+  const r = await execa(...realtime('fio', [
+    '--name=hp', `--filename=${device}`, '--ioengine=io_uring', '--direct=1', '--rw=randread', '--bs=4k',
+    `--iodepth=${o.iodepth}`, `--runtime=${o.seconds}`, '--time_based', '--output-format=json',
+    ...(o.rateIops ? [`--rate_iops=${o.rateIops}`] : []),
+  ]));
+  const read = (JSON.parse(r.stdout) as { jobs: { read: { total_ios: number; clat_ns: { mean: number } } }[] }).jobs[0]!.read;
+  return { ios: read.total_ios, clatMeanNs: read.clat_ns.mean };
+}
+
+/** A python3 process that sleeps 500 × 0.5 ms then 500 × 2 ms with 1 ns timer slack, after "go" on stdin. */
+export function sleeperScript(dir: string): string {
+  const f = join(dir, 'sleeper.py');
+  writeFileSync(
+    f,
+    [
+      'import ctypes, sys, time',
+      'ctypes.CDLL(None).prctl(29, 1, 0, 0, 0)  # PR_SET_TIMERSLACK: the timer expires exactly at the request',
+      'print("ready", flush=True)',
+      'sys.stdin.readline()',
+      'for d in (0.0005, 0.002):',
+      '    for _ in range(500):',
+      '        time.sleep(d)',
+      'print("done", flush=True)',
+      'sys.stdin.readline()',
+    ].join('\n'),
+  );
+  return f;
+}
