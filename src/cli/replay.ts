@@ -75,17 +75,18 @@ export async function replayApp(o: ReplayAppOptions): Promise<{ app: Express; en
 export function replayCommand(): Command {
   const cmd = new Command('replay')
     .description('serve /metrics from a recording as if it were live (default: the shipped synthetic recording)')
-    .argument('[file]', 'recording made by `record` (JSON lines)', SYNTHETIC_RECORDING)
+    .argument('[file]', `recording made by \`record\` (JSON lines); default: the shipped synthetic one, ${SYNTHETIC_RECORDING}`)
     .addOption(new Option('--loop', 'start over at the end, with counters continuing upwards (default)'))
     .addOption(new Option('--once', 'play the recording once, then keep serving its last frame').conflicts('loop'))
-    .addOption(parsed('--speed <factor>', 'recording seconds per wall-clock second', positiveNumber, '1'))
+    .addOption(parsed('--speed <factor>', 'recording seconds per wall-clock second; rates (and the model\'s IOPS and cores) scale with it', positiveNumber, '1'))
     .addOption(parsed('--web.listen-address <[host]:port>', 'address to listen on; the default listens on all interfaces', parseListenAddress, DEFAULT_LISTEN))
     .option('--web.telemetry-path <path>', 'path under which to expose metrics', '/metrics')
     .option('--web.config.file <path>', 'exporter-toolkit web config (YAML): TLS, bcrypt basic auth, headers, rate limit; as for serve')
     .addOption(parsed('--model.window <duration>', 'sliding window the efficiency model computes over', durationArg, '60s'))
     .addOption(parsed('--model.latency-budget <ratio>', 'added latency allowed for best_static, as a fraction of the mean device time', positiveNumber, '0.01'))
     .addOption(new Option('--log.level <level>', 'least severe log level to print').choices([...LOG_LEVELS]).default('info'));
-  cmd.action(async (file: string, raw: Record<string, unknown>) => {
+  cmd.action(async (given: string | undefined, raw: Record<string, unknown>) => {
+    const file = given ?? SYNTHETIC_RECORDING;
     const log = createLogger(raw['log.level'] as LogLevel);
     const webConfigFile = raw['web.config.file'] as string | undefined;
     if (webConfigFile !== undefined) loadWebConfig(webConfigFile);
