@@ -7,10 +7,14 @@ import type { Writable } from 'node:stream';
 import { createLogger } from '../log.js';
 import { RECORDING_FORMAT, RECORDING_VERSION } from '../record/format.js';
 import { recordLoop } from '../record/recorder.js';
+import { bpfSettled } from '../record/settle.js';
 import { RecordingWriter } from '../record/writer.js';
 import { liveReader } from '../snapshot/live.js';
 import { addHostOptions, durationArg, hostOptionsOf, parsed, positiveInt } from './common.js';
 import { bpfSourceOf, hostReaderOf } from './serve.js';
+
+/** How long to wait for the BPF loader before the first snapshot (it loads in about 0.3–2 s). */
+export const BPF_START_TIMEOUT_MS = 15_000;
 
 const kib = (n: number) => `${(n / 1024).toFixed(n < 10240 ? 1 : 0)} KiB`;
 
@@ -43,6 +47,8 @@ export function recordCommand(): Command {
       });
     }
     const bpf = await bpfSourceOf(o, log);
+    const settled = await bpfSettled(bpf, BPF_START_TIMEOUT_MS);
+    if (settled.state === 'starting') log.warn('BPF loader not up yet; recording without it until it is', { reason: settled.reason });
     const read = liveReader(hostReaderOf(o), bpf, log, o.collectors.bpf);
     const writer = new RecordingWriter(out, {
       format: RECORDING_FORMAT,

@@ -5,6 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { createLogger } from '../log.js';
 import { openRecording } from '../record/reader.js';
+import { bpfSettled } from '../record/settle.js';
 import { buildReport, type Report } from '../report/data.js';
 import { renderHtml } from '../report/html.js';
 import { renderJson } from '../report/json.js';
@@ -12,6 +13,7 @@ import { renderText } from '../report/text.js';
 import type { SnapshotInputs } from '../snapshot/types.js';
 import { liveReader } from '../snapshot/live.js';
 import { addHostOptions, durationArg, hostOptionsOf, type HostOptions } from './common.js';
+import { BPF_START_TIMEOUT_MS } from './record.js';
 import { bpfSourceOf, hostReaderOf } from './serve.js';
 
 const RENDER = { text: renderText, json: renderJson, html: renderHtml } as const;
@@ -68,6 +70,8 @@ async function liveWindow(o: HostOptions, seconds: number, signal: AbortSignal):
   const log = createLogger(o.logLevel);
   const bpf = await bpfSourceOf(o, log);
   try {
+    const settled = await bpfSettled(bpf, BPF_START_TIMEOUT_MS);
+    if (settled.state === 'starting') log.warn('BPF loader not up yet; the report will have no per-I/O timings', { reason: settled.reason });
     const read = liveReader(hostReaderOf(o), bpf, log, o.collectors.bpf);
     const from = await read();
     await wait(seconds, signal);

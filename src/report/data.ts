@@ -92,8 +92,9 @@ export function buildReport(from: SnapshotInputs, to: SnapshotInputs, o: BuildOp
     notes.push(`no BPF data, so no per-I/O timings to analyse: the BPF collector is ${to.bpfStatus.state} (${to.bpfStatus.reason})`);
   } else {
     const analysed = new Set(targets.map((t) => t.dev));
+    const name = (dev: string, known?: string) => known ?? to.host?.devices.find((h) => h.devNum === dev)?.device ?? dev;
     for (const d of to.bpf.devices.filter((x) => !analysed.has(x.dev))) {
-      notes.push(`${d.device ?? d.dev}: fewer than ${MIN_SAMPLES} polled I/Os with timings in the window: nothing to analyse`);
+      notes.push(`${name(d.dev, d.device)}: fewer than ${MIN_SAMPLES} timed I/Os in the window: nothing to analyse`);
     }
     if (to.bpf.devices.length === 0) notes.push('BPF saw no polled I/O in the window');
   }

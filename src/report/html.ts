@@ -6,7 +6,7 @@ import type { ModelTarget, PolicyOutcome } from '../model/index.js';
 import { VERSION } from '../version.js';
 import type { Report, ReportDevice } from './data.js';
 import { el, esc, linear, linearTicks, log, logTicks, placeLabels, textWidth } from './svg.js';
-import { hostDevice } from './text.js';
+import { hostDevices } from './text.js';
 import { cores, duration, integer, percent } from './units.js';
 
 const COLOR = { current: '#d9480f', optimal: '#2b8a3e', bars: '#a5b4fc', device: '#1c3f95', policy: '#495057', axis: '#868e96' };
@@ -257,7 +257,7 @@ ${r.rings.map((g) => `<tr><td>${esc(g.ring)}</td><td>${esc(g.comm)} (pid ${g.pid
 <tr><td>kernel</td><td>${esc(r.kernel.release ?? 'release unknown')}, era <b>${esc(r.kernel.era)}</b> (${esc(r.kernel.evidence)})</td></tr>
 <tr><td>BPF</td><td>${esc(r.bpf.state)}${r.bpf.pollPath ? `, ${esc(r.bpf.pollPath)} path` : ''}${r.bpf.state === 'running' ? '' : `: ${esc(r.bpf.reason)}`}</td></tr>
 <tr><td>window</td><td>${esc(r.window.from)} → ${esc(r.window.to)} (${r.window.seconds.toFixed(0)} s)</td></tr>
-<tr><td>devices</td><td>${esc(r.hostDevices.length === 0 ? 'none read' : r.hostDevices.map(hostDevice).join(', '))}</td></tr>
+<tr><td>devices</td><td>${esc(hostDevices(r.hostDevices))}</td></tr>
 <tr><td>latency budget</td><td>best_static may add ${percent(r.latencyBudget, r.latencyBudget < 0.01 ? 1 : 0)} of the mean device time</td></tr>
 </table>
 ${r.devices.map(deviceSection).join('\n')}

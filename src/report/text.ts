@@ -67,10 +67,20 @@ function device(d: ReportDevice): string[] {
 }
 
 /** "nvme0n1 (io_poll 1, 2 poll queues)" */
-export function hostDevice(d: ReportHostDevice): string {
+function hostDevice(d: ReportHostDevice): string {
   const parts = [d.ioPoll === undefined ? undefined : `io_poll ${d.ioPoll}`, d.pollQueues === undefined ? undefined : `${d.pollQueues} poll queue${d.pollQueues === 1 ? '' : 's'}`];
   const known = parts.filter((x) => x !== undefined);
   return known.length ? `${d.device} (${known.join(', ')})` : d.device;
+}
+
+/** The devices that can poll, in full; the others counted. */
+export function hostDevices(list: ReportHostDevice[]): string {
+  if (list.length === 0) return 'none read';
+  const polling = list.filter((d) => d.ioPoll === 1);
+  const others = list.length - polling.length;
+  if (polling.length === 0) return `${others} device${others === 1 ? '' : 's'}, none can poll (io_poll 0 or unknown)`;
+  const rest = others === 0 ? '' : `; ${others} other${others === 1 ? '' : 's'} without polling (io_poll 0 or unknown)`;
+  return polling.map(hostDevice).join(', ') + rest;
 }
 
 export function renderText(r: Report): string {
@@ -80,7 +90,7 @@ export function renderText(r: Report): string {
     `  kernel      ${r.kernel.release ?? 'release unknown'}, era ${r.kernel.era} (${r.kernel.evidence})`,
     `  BPF         ${r.bpf.state}${r.bpf.pollPath ? `, ${r.bpf.pollPath} path` : ''}${r.bpf.state === 'running' ? '' : `: ${r.bpf.reason}`}`,
     `  window      ${r.window.from} -> ${r.window.to} (${r.window.seconds.toFixed(0)} s)`,
-    `  devices     ${r.hostDevices.length === 0 ? 'none read' : r.hostDevices.map(hostDevice).join(', ')}`,
+    `  devices     ${hostDevices(r.hostDevices)}`,
     `  budget      best_static may add ${percent(r.latencyBudget, r.latencyBudget < 0.01 ? 1 : 0)} of the mean device time as latency`,
   ];
   for (const d of r.devices) lines.push('', ...device(d));
