@@ -57,13 +57,15 @@ export async function render(families: MetricFamily[], format: Format, extra?: R
   // Process metrics are read as data and rendered by the same registry, so the format is consistent.
   for (const m of extra ? await extra.getMetricsAsJSON() : []) {
     if (m.values.length === 0) continue;
-    reg.registerMetric({
+    // As in adapter(): hand back the (possibly renamed) registered name, or OpenMetrics gets `_total_total`.
+    const metric = {
       name: m.name,
       help: m.help,
       type: String(m.type),
       aggregator: 'sum',
-      get: async () => m,
-    } as never);
+      get: async () => ({ ...m, name: metric.name }),
+    };
+    reg.registerMetric(metric as never);
   }
   return reg.metrics();
 }

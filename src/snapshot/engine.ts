@@ -2,7 +2,9 @@
 // (single-flight). Inputs come from a reader (live files and BPF, or a recording).
 import type { ModelResult } from '../model/types.js';
 import { derive, emptyDeriveState, type DeriveState } from './derive.js';
-import type { Snapshot, SnapshotInputs } from './types.js';
+import type { Logger } from '../log.js';
+import { collectorLog } from './collectorLog.js';
+import type { CollectorResult, Snapshot, SnapshotInputs } from './types.js';
 
 export type InputReader = () => Promise<SnapshotInputs>;
 
@@ -18,10 +20,16 @@ export class SnapshotEngine {
   /** number of times the inputs were actually read (for tests of the single-flight property) */
   reads = 0;
 
+  private readonly noteModel?: (c: CollectorResult) => void;
+
   constructor(
     private readonly read: InputReader,
     private readonly model?: ModelStage,
-  ) {}
+    log?: Logger,
+  ) {
+    // The readers log their own collectors; the model runs here, so its failures are logged here.
+    if (log) this.noteModel = collectorLog(log);
+  }
 
   /** The snapshot for this scrape. Scrapes arriving while one is being read share it. */
   snapshot(): Promise<Snapshot> {
@@ -44,15 +52,15 @@ export class SnapshotEngine {
     const snap: Snapshot = { ...inputs, ...derived };
     if (this.model) {
       const t0 = performance.now();
+      let result: CollectorResult;
       try {
         snap.model = this.model.update(snap);
-        snap.collectors = [...snap.collectors, { name: 'model', success: true, durationSeconds: (performance.now() - t0) / 1000 }];
+        result = { name: 'model', success: true, durationSeconds: (performance.now() - t0) / 1000 };
       } catch (e) {
-        snap.collectors = [
-          ...snap.collectors,
-          { name: 'model', success: false, durationSeconds: (performance.now() - t0) / 1000, error: e instanceof Error ? e.message : String(e) },
-        ];
+        result = { name: 'model', success: false, durationSeconds: (performance.now() - t0) / 1000, error: e instanceof Error ? e.message : String(e) };
       }
+      snap.collectors = [...snap.collectors, result];
+      this.noteModel?.(result);
     }
     this.last = snap;
     return snap;

@@ -3,18 +3,12 @@ import type { BpfSource } from '../bpf/source.js';
 import type { BpfSnapshot } from '../bpf/types.js';
 import type { Logger } from '../log.js';
 import type { HostReader } from '../sources/reader.js';
+import { collectorLog } from './collectorLog.js';
 import type { InputReader } from './engine.js';
 import type { CollectorResult, SnapshotInputs } from './types.js';
 
 export function liveReader(host: HostReader, bpf: BpfSource, log: Logger, bpfEnabled: boolean): InputReader {
-  // Log a collector's error when it changes, not on every scrape.
-  const lastError = new Map<string, string | undefined>();
-  const note = (c: CollectorResult) => {
-    if (lastError.get(c.name) === c.error) return;
-    lastError.set(c.name, c.error);
-    if (c.error) log.warn('collector failed', { collector: c.name, err: c.error });
-    else log.info('collector recovered', { collector: c.name });
-  };
+  const note = collectorLog(log);
 
   return async (): Promise<SnapshotInputs> => {
     const takenAtMs = Date.now();

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ROOT } from './lib/metrics-doc.js';
+import { ROOT } from '../helpers/metricsDoc.js';
 import { requireBinary } from './lib/tools.js';
 
 const dockerfile = readFileSync(resolve(ROOT, 'Dockerfile'), 'utf8');

@@ -8,7 +8,7 @@ import { DEFAULT_CONFIG } from '../../deploy/prometheus/src/config.js';
 import { DASHBOARDS, dashboardFiles } from '../../dashboards/src/index.js';
 import { panelsOf, type DashboardJson } from './lib/dashboards.js';
 import { staleFiles } from './lib/files.js';
-import { documentedSeries, ROOT } from './lib/metrics-doc.js';
+import { documentedSeries, ROOT } from '../helpers/metricsDoc.js';
 import { isProcessMetric, metricNames, PROMETHEUS_SERIES } from './lib/promql.js';
 
 const committed = Object.keys(DASHBOARDS).map(

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { prometheusRule } from '../../deploy/prometheus/src/bundle.js';
 import { DEFAULT_CONFIG } from '../../deploy/prometheus/src/config.js';
-import { ROOT } from './lib/metrics-doc.js';
+import { ROOT } from '../helpers/metricsDoc.js';
 import { requireBinary } from './lib/tools.js';
 
 const kubectl = requireBinary('kubectl', 'rendering the kustomizations');

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { DASHBOARDS } from '../../dashboards/src/index.js';
 import { panelsOf, type DashboardJson } from './lib/dashboards.js';
-import { ROOT } from './lib/metrics-doc.js';
+import { ROOT } from '../helpers/metricsDoc.js';
 import { freePort, start, until, type Child } from './lib/processes.js';
 import { requireBinary } from './lib/tools.js';
 

@@ -10,7 +10,7 @@ import { prometheusRule, ruleFiles, ruleGroups } from '../../deploy/prometheus/s
 import { DEFAULT_CONFIG } from '../../deploy/prometheus/src/config.js';
 import { runbookAnchor } from '../../deploy/prometheus/src/runbook.js';
 import { staleFiles } from './lib/files.js';
-import { documentedSeries, ROOT } from './lib/metrics-doc.js';
+import { documentedSeries, ROOT } from '../helpers/metricsDoc.js';
 import { metricNames, PROMETHEUS_SERIES } from './lib/promql.js';
 import { requireBinary } from './lib/tools.js';
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
 import { familiesOf } from '../../src/metrics/index.js';
 import { negotiate, render } from '../../src/metrics/render.js';
 import { family } from '../../src/metrics/family.js';
@@ -36,6 +37,15 @@ describe('snapshot engine', () => {
     });
     const s = await engine.snapshot();
     expect(s.collectors.find((c) => c.name === 'model')).toMatchObject({ success: false, error: 'boom' });
+  });
+
+  it('logs a model failure once, when it starts', async () => {
+    const lines: string[] = [];
+    const log = createLogger('info', (l) => lines.push(l));
+    const engine = new SnapshotEngine(async () => inputs(), { update: () => { throw new Error('bad window'); } }, log);
+    await engine.snapshot();
+    await engine.snapshot();
+    expect(lines.filter((l) => /msg="collector failed" collector=model err="bad window"/.test(l))).toHaveLength(1);
   });
 });
 

@@ -3,31 +3,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-
-const ROOT = resolve(import.meta.dirname, '../..');
-
-/** Names in the doc's tables; "`a_min_seconds`, `_max_seconds`" shorthands expand against the first name. */
-export function documentedNames(markdown: string): Set<string> {
-  const names = new Set<string>();
-  for (const line of markdown.split('\n').filter((l) => l.startsWith('| `'))) {
-    const cell = line.split('|')[1] ?? '';
-    const parts = [...cell.matchAll(/`([a-z_:]+)`/g)].map((m) => m[1]!);
-    const first = parts[0];
-    for (const p of parts) {
-      if (p.startsWith('hybridpoll_')) names.add(p);
-      else if (first && p.startsWith('_')) {
-        // `hybridpoll_poll_stat_mean_seconds`, `_min_seconds` → replace the last matching suffix part
-        const suffixWords = p.split('_').filter(Boolean).length;
-        const stem = first.split('_').slice(0, -suffixWords).join('_');
-        names.add(`${stem}${p}`);
-      }
-    }
-  }
-  return names;
-}
+import { documentedSeries, ROOT } from '../helpers/metricsDoc.js';
 
 describe('docs/metrics.md', () => {
-  const documented = documentedNames(readFileSync(resolve(ROOT, 'docs/metrics.md'), 'utf8'));
+  const documented = documentedSeries(readFileSync(resolve(ROOT, 'docs/metrics.md'), 'utf8'), false);
 
   it('lists every family in the golden outputs', () => {
     const dir = resolve(ROOT, 'test/golden');

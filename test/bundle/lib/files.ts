@@ -1,7 +1,7 @@
 // Compare generated files with the committed ones; UPDATE_GOLDEN=1 rewrites them instead.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ROOT } from './metrics-doc.js';
+import { ROOT } from '../../helpers/metricsDoc.js';
 
 /** Files whose committed content differs from the generated content (empty = all in step). */
 export function staleFiles(files: Record<string, string>): string[] {
