@@ -7,6 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { RECORDING_FORMAT } from '../../src/record/format.js';
 import { openRecording } from '../../src/record/reader.js';
 import { recordLoop } from '../../src/record/recorder.js';
+import { bpfSettled } from '../../src/record/settle.js';
+import type { BpfSource } from '../../src/bpf/source.js';
+import type { BpfStatus } from '../../src/bpf/types.js';
 import { RecordingWriter } from '../../src/record/writer.js';
 import type { SnapshotInputs } from '../../src/snapshot/types.js';
 import { CLI, fixtureArgs } from '../helpers/exporter.js';
@@ -82,6 +85,23 @@ describe('record loop', () => {
     await w2.close();
     expect(Date.now() - t0).toBeLessThan(5_000);
     expect(w2.frames).toBe(1);
+  });
+});
+
+describe('waiting for the BPF loader', () => {
+  const source = (upAfterMs: number): BpfSource => {
+    const t0 = Date.now();
+    const status = (): BpfStatus => ({ mode: 'auto', state: Date.now() - t0 >= upAfterMs ? 'running' : 'starting', reason: '', loaderRestarts: 0 });
+    return { status, snapshot: async () => undefined, stop: async () => {} };
+  };
+
+  it('returns once the loader runs, or gives up after the timeout', async () => {
+    const t0 = Date.now();
+    expect((await bpfSettled(source(150), 5_000, 10)).state).toBe('running');
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    const t1 = Date.now();
+    expect((await bpfSettled(source(60_000), 200, 10)).state).toBe('starting');
+    expect(Date.now() - t1).toBeGreaterThanOrEqual(190);
   });
 });
 
