@@ -19,7 +19,7 @@ function bpf(tNs: number, devs: Record<string, { rq?: BucketHist; ios?: number }
     devices: Object.entries(devs).map(([dev, d]) => ({ dev, hists: d.rq ? { rq_lat: d.rq } : {} })),
     rings: [],
     counters: {},
-    deviceCounters: Object.fromEntries(Object.entries(devs).map(([dev, d]) => [dev, d.ios === undefined ? {} : { polled_ios: d.ios }])),
+    deviceCounters: Object.fromEntries(Object.entries(devs).map(([dev, d]) => [dev, d.ios === undefined ? {} : { polled_ios: d.ios }] as [string, Record<string, number>])),
   };
 }
 
