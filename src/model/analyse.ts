@@ -106,6 +106,10 @@ function recommend(t: Omit<ModelTarget, 'recommendation'>): string {
     return `${t.device}: the kernel ${cur}, efficiency ${pct(t.efficiency)} of the best static sleep (${us(best.sleepNs)}): nothing to tune`;
   }
   const over = current.outcome.meetsBudget ? '' : `; it now adds ${us(current.outcome.lateNs)} latency per I/O by oversleeping`;
+  if (saveNs <= 0) {
+    // The kernel already spends less CPU than the best sleep within budget: it pays with latency.
+    return `${t.device}: the kernel ${cur}, spending ${us(-saveNs)} less CPU per I/O than the best sleep within the ${budget} latency budget (${us(best.sleepNs)}) but adding ${us(current.outcome.lateNs)} latency per I/O by oversleeping`;
+  }
   return `${t.device}: the kernel ${cur}; a static sleep of ${us(best.sleepNs)} would save ${us(Math.max(0, saveNs))} CPU per I/O${cores} within the ${budget} latency budget${over}`;
 }
 
