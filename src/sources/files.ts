@@ -1,21 +1,39 @@
 // File access at the edge: bounded reads, so a huge or never-ending file cannot exhaust memory.
+import { constants } from 'node:fs';
 import { open, readdir } from 'node:fs/promises';
 
 export const DEFAULT_MAX_BYTES = 64 * 1024;
 
 export class FileTooLargeError extends Error {}
 
-/** Read a whole small file; refuse files larger than maxBytes. */
+/**
+ * Read a whole small file; refuse files larger than maxBytes. Kernel attributes are regular files:
+ * anything else (a FIFO, device or symlink planted in a tree given with --path.*) is refused; O_NONBLOCK
+ * keeps open() on a FIFO from blocking a libuv thread (and every later scrape) forever.
+ * The buffer grows as data arrives, so a 6 MB BTF does not cost a 256 MB allocation.
+ */
 export async function readBounded(path: string, maxBytes = DEFAULT_MAX_BYTES): Promise<Buffer> {
-  const fh = await open(path, 'r');
+  // O_NOFOLLOW: kernel attribute files are never symlinks; one planted in a fixture or a writable
+  // --path.* tree must not make the exporter (often root) quote another file in its errors.
+  const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | constants.O_NOFOLLOW).catch((e: unknown) => {
+    throw errnoOf(e) === 'ELOOP' ? new Error('is a symbolic link: not followed') : e;
+  });
   try {
-    const buf = Buffer.alloc(maxBytes + 1);
+    const st = await fh.stat();
+    if (!st.isFile()) throw new Error('not a regular file');
+    // sysfs reports 4096 and debugfs 0 whatever the content: the size is only a first guess.
+    let buf = Buffer.allocUnsafe(Math.min(maxBytes + 1, Math.max(st.size + 1, 4096)));
     let n = 0;
     for (;;) {
+      if (n === buf.length) {
+        const bigger = Buffer.allocUnsafe(Math.min(maxBytes + 1, buf.length * 2));
+        buf.copy(bigger, 0, 0, n);
+        buf = bigger;
+      }
       const { bytesRead } = await fh.read(buf, n, buf.length - n, null);
       if (bytesRead === 0) break;
       n += bytesRead;
-      if (n > maxBytes) throw new FileTooLargeError(`${path}: larger than ${maxBytes} bytes`);
+      if (n > maxBytes) throw new FileTooLargeError(`larger than ${maxBytes} bytes: not read`);
     }
     return buf.subarray(0, n);
   } finally {
