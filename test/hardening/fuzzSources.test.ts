@@ -9,7 +9,7 @@ import { parsePollStat } from '../../src/sources/pollStat.js';
 import { parseDevNum, parseIntFile, parseIoPoll, parseIoPollDelay } from '../../src/sources/queue.js';
 import type { Parsed } from '../../src/sources/result.js';
 import { writeBtf } from '../helpers/btf-writer.mjs';
-import { mutatedText, textInput } from './helpers/mutate.js';
+import { textInput } from './helpers/mutate.js';
 
 /** A parser result is well-formed: ok with a value, or a one-line, bounded error message. */
 function wellFormed<T>(r: Parsed<T>): r is { ok: true; value: T } {
