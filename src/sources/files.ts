@@ -1,6 +1,6 @@
 // File access at the edge: bounded reads, so a huge or never-ending file cannot exhaust memory.
 import { constants } from 'node:fs';
-import { open, readdir } from 'node:fs/promises';
+import { open, readdir, realpath } from 'node:fs/promises';
 
 export const DEFAULT_MAX_BYTES = 64 * 1024;
 
@@ -65,6 +65,21 @@ export async function listDir(path: string): Promise<string[] | undefined> {
     return (await readdir(path)).sort();
   } catch (e) {
     if (isMissing(e)) return undefined;
+    throw e;
+  }
+}
+
+/**
+ * Whether `path` resolves (symlinks followed) to `root` or below. sysfs block/<dev> entries are
+ * symlinks into ../devices, so links are normal; one that leaves the tree is not read, or its
+ * files' content would end up quoted in errors. A missing path counts as inside: reads report it.
+ */
+export async function resolvesWithin(root: string, path: string): Promise<boolean> {
+  try {
+    const [r, p] = await Promise.all([realpath(root), realpath(path)]);
+    return p === r || p.startsWith(r.endsWith('/') ? r : `${r}/`);
+  } catch (e) {
+    if (isMissing(e)) return true;
     throw e;
   }
 }

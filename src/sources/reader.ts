@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { CollectorName, CollectorResult } from '../snapshot/types.js';
 import { btfFeatures, detectEra } from './era.js';
 import { parseBtf } from './btf.js';
-import { isMissing, listDir, messageOf, readBounded, readText } from './files.js';
+import { isMissing, listDir, messageOf, readBounded, readText, resolvesWithin } from './files.js';
 import { parseHctxIoPoll, parseHctxType } from './hctx.js';
 import { parsePollStat } from './pollStat.js';
 import { parseDevNum, parseIntFile, parseIoPoll, parseIoPollDelay } from './queue.js';
@@ -151,6 +151,7 @@ export class HostReader {
 
   private async readSysfsDevice(d: DeviceReading): Promise<void> {
     const dir = join(this.opts.paths.sysfs, 'block', d.device);
+    if (!(await contained(this.opts.paths.sysfs, dir, d))) return;
     const [devNum, ioPoll, ioPollDelay] = await Promise.all([
       readParsed(join(dir, 'dev'), parseDevNum, d.errors),
       readParsed(join(dir, 'queue/io_poll'), parseIoPoll, d.errors),
@@ -163,6 +164,7 @@ export class HostReader {
 
   private async readDebugfsDevice(d: DeviceReading): Promise<void> {
     const dir = join(this.opts.paths.debugfs, 'block', d.device);
+    if (!(await contained(this.opts.paths.debugfs, dir, d))) return;
     let entries: string[];
     try {
       entries = (await listDir(dir)) ?? [];
@@ -200,6 +202,13 @@ export class HostReader {
     }
     return this.btfCache;
   }
+}
+
+/** A device directory that resolves outside its tree is not read (see resolvesWithin). */
+async function contained(root: string, dir: string, d: DeviceReading): Promise<boolean> {
+  const inside = await resolvesWithin(root, dir).catch(() => true); // unreadable: the reads will say so
+  if (!inside) d.errors.push({ file: dir, message: `resolves outside ${root}: not read` });
+  return inside;
 }
 
 /** The collector's one-line error: the first problem, and how many more. */

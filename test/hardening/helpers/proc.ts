@@ -16,6 +16,8 @@ export interface Exporter {
   logs(): string;
   /** pids of every process below the exporter seen while it ran (the BPF loader, …) */
   children(): number[];
+  /** ids of the BPF programs the exporter or its children held open at some point */
+  bpfProgIds(): number[];
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
@@ -79,6 +81,27 @@ export function fdTargets(pid: number): string[] {
   });
 }
 
+/** BPF program ids a process holds through its file descriptors (fdinfo "prog_id:"). */
+export function heldBpfProgs(pid: number): number[] {
+  const ids: number[] = [];
+  let fds: string[] = [];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return ids;
+  }
+  for (const fd of fds) {
+    try {
+      if (readlinkSync(`/proc/${pid}/fd/${fd}`) !== 'anon_inode:bpf-prog') continue;
+      const m = /^prog_id:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8'));
+      if (m) ids.push(Number(m[1]));
+    } catch {
+      // closed while we looked
+    }
+  }
+  return ids;
+}
+
 export function rssBytes(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) * 1024 : NaN;
@@ -90,7 +113,15 @@ export async function startExporter(args: string[], o: StartOptions = {}): Promi
   const proc = spawn(cmd[0]!, cmd.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env: o.env ?? process.env });
   let stderr = '';
   const seen = new Set<number>();
-  const sampler = setInterval(() => proc.pid && descendants(proc.pid).forEach((p) => seen.add(p)), 50);
+  const progs = new Set<number>();
+  const sample = () => {
+    if (!proc.pid) return;
+    for (const p of [proc.pid, ...descendants(proc.pid)]) {
+      if (p !== proc.pid) seen.add(p);
+      heldBpfProgs(p).forEach((id) => progs.add(id));
+    }
+  };
+  const sampler = setInterval(sample, 50);
   proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const port = await new Promise<number>((ok, fail) => {
     const timer = setTimeout(() => fail(new Error(`exporter did not start within ${o.timeoutMs ?? 15000} ms:\n${stderr}`)), o.timeoutMs ?? 15000);
@@ -114,8 +145,12 @@ export async function startExporter(args: string[], o: StartOptions = {}): Promi
     proc,
     logs: () => stderr,
     children: () => {
-      descendants(proc.pid!).forEach((p) => seen.add(p));
+      sample();
       return [...seen];
+    },
+    bpfProgIds: () => {
+      sample();
+      return [...progs];
     },
     stop: (signal = 'SIGTERM') =>
       new Promise<void>((done) => {
@@ -137,48 +172,54 @@ export function runExporter(args: string[], timeoutMs = 15_000): { status: numbe
   return { status: r.status, stderr: r.stderr };
 }
 
-/** What the machine holds that a test could leak: loop devices and loaded BPF programs. */
+/**
+ * Loop devices of this suite (backing files under a directory named hp-hard-*). Other work on the
+ * same machine creates loop devices and BPF programs too, so leaks are judged on what is ours.
+ */
 export interface SystemState {
   loops: string[];
-  bpfProgs: string[];
 }
 
 export const HAVE_BPFTOOL = existsSync('/usr/sbin/bpftool') || existsSync('/usr/bin/bpftool');
+export const TMP_PREFIX = 'hp-hard-';
 
 export function systemState(): SystemState {
   const loops = spawnSync('losetup', ['--list', '--noheadings', '--output', 'NAME,BACK-FILE'], { encoding: 'utf8' })
-    .stdout.split('\n').map((l) => l.trim()).filter(Boolean).sort();
-  let bpfProgs: string[] = [];
-  if (HAVE_BPFTOOL) {
-    const r = spawnSync('bpftool', ['--json', 'prog', 'show'], { encoding: 'utf8' });
-    if (r.status === 0) bpfProgs = (JSON.parse(r.stdout || '[]') as { id: number; name?: string }[]).map((p) => `${p.id}:${p.name ?? ''}`).sort();
-  }
-  return { loops, bpfProgs };
+    .stdout.split('\n').map((l) => l.trim()).filter((l) => l.includes(`/${TMP_PREFIX}`)).sort();
+  return { loops };
+}
+
+/** Ids of every BPF program loaded in the kernel (empty without bpftool). */
+export function loadedBpfProgs(): Set<number> {
+  if (!HAVE_BPFTOOL) return new Set();
+  const r = spawnSync('bpftool', ['--json', 'prog', 'show'], { encoding: 'utf8' });
+  return new Set(r.status === 0 ? (JSON.parse(r.stdout || '[]') as { id: number }[]).map((p) => p.id) : []);
 }
 
 /**
- * After a test: the exporter and everything it started are gone, and the machine holds the same
- * loop devices and BPF programs as before. Returns a list of problems (empty = no leak).
+ * After a test: the exporter and everything it started are gone, every BPF program they held is
+ * unloaded, and no loop device of ours is left. Returns the problems found (empty = no leak).
  */
 export async function leaks(before: SystemState, exp: Exporter | undefined): Promise<string[]> {
   const problems: string[] = [];
   if (exp) {
     const kids = exp.children();
+    const progs = exp.bpfProgIds();
     await exp.stop();
     // Give children that exit on stdin EOF a moment.
     for (let i = 0; i < 50 && [exp.pid, ...kids].some(alive); i++) await new Promise((r) => setTimeout(r, 100));
     if (alive(exp.pid)) problems.push(`exporter ${exp.pid} still running`);
     for (const k of kids.filter(alive)) problems.push(`child process ${k} (${safeComm(k)}) outlived the exporter`);
+    // The kernel frees a program asynchronously after its last reference goes.
+    let left = progs.filter((id) => loadedBpfProgs().has(id));
+    for (let i = 0; i < 30 && left.length > 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      left = left.filter((id) => loadedBpfProgs().has(id));
+    }
+    for (const id of left) problems.push(`BPF program ${id} still loaded after the exporter exited`);
   }
-  // BPF programs are freed by the kernel asynchronously after the last fd closes.
-  let after = systemState();
-  for (let i = 0; i < 20 && after.bpfProgs.join() !== before.bpfProgs.join(); i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    after = systemState();
-  }
-  const extra = (a: string[], b: string[]) => a.filter((x) => !b.includes(x));
-  for (const l of extra(after.loops, before.loops)) problems.push(`loop device left attached: ${l}`);
-  for (const p of extra(after.bpfProgs, before.bpfProgs)) problems.push(`BPF program left loaded: ${p}`);
+  const after = systemState();
+  for (const l of after.loops.filter((x) => !before.loops.includes(x))) problems.push(`loop device left attached: ${l}`);
   return problems;
 }
 
