@@ -5,10 +5,12 @@
 //   hybrid  hybrid IOPOLL (IOPOLL|HYBRID_IOPOLL, 6.13+): the kernel sleeps before it spins
 // No fio release has a hybrid option, hence this program.
 //
-// Usage: hpdrive [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] DEVICE
+// Usage: hpdrive [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] [-H] DEVICE
 // Prints one JSON line on stdout: its own I/O count, IOPS, latency percentiles, and its CPU time
 // from /proc/thread-self/schedstat (ns, what the scheduler charged) and /proc/self/stat (ticks),
 // so the exporter's accounting can be checked against what the poller really spent.
+// -H (hold): after printing, keep the idle ring open until stdin reaches EOF, so that an observer
+// can read the ring's per-ring state after the run without disturbing the run itself.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -144,7 +146,7 @@ static double pct_us(const uint64_t *v, size_t n, double q) {
 }
 
 static void usage(const char *argv0) {
-  fprintf(stderr, "usage: %s [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] DEVICE\n", argv0);
+  fprintf(stderr, "usage: %s [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] [-H] DEVICE\n", argv0);
   exit(2);
 }
 
@@ -153,8 +155,8 @@ int main(int argc, char **argv) {
   unsigned depth = 1, bs = 4096;
   double secs = 5;
   uint64_t max_ios = 0;
-  int c;
-  while ((c = getopt(argc, argv, "m:q:b:t:n:s:")) != -1) {
+  int c, hold = 0;
+  while ((c = getopt(argc, argv, "m:q:b:t:n:s:H")) != -1) {
     switch (c) {
       case 'm': mode = optarg; break;
       case 'q': depth = (unsigned)strtoul(optarg, NULL, 10); break;
@@ -162,6 +164,7 @@ int main(int argc, char **argv) {
       case 't': secs = atof(optarg); break;
       case 'n': max_ios = strtoull(optarg, NULL, 10); break;
       case 's': rng = strtoull(optarg, NULL, 10) | 1; break;
+      case 'H': hold = 1; break;
       default: usage(argv[0]);
     }
   }
@@ -240,7 +243,6 @@ int main(int argc, char **argv) {
   }
   uint64_t wall = now_ns() - t0;
   cpu_sample(&c1);
-  close(r.fd);
 
   qsort(lat, n, sizeof *lat, cmpu64);
   long tck = sysconf(_SC_CLK_TCK);
@@ -258,5 +260,11 @@ int main(int argc, char **argv) {
          c1.slices - c0.slices, (double)(c1.utime_ticks - c0.utime_ticks) / (double)tck,
          (double)(c1.stime_ticks - c0.stime_ticks) / (double)tck, (double)exec / (double)wall,
          n ? (double)exec / (double)n / 1e3 : 0, c1.nvcsw - c0.nvcsw, c1.nivcsw - c0.nivcsw);
+  fflush(stdout);
+  if (hold) {
+    char b[64];
+    while (read(0, b, sizeof b) > 0) {}
+  }
+  close(r.fd);
   return 0;
 }

@@ -51,8 +51,8 @@ function info() {
 }
 
 /** One child at a time per role; output kept for the host. */
-function start(role, file, args) {
-  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+function start(role, file, args, stdin = 'ignore') {
+  const child = spawn(file, args, { stdio: [stdin, 'pipe', 'pipe'] });
   const st = { child, stdout: '', stderr: '', exit: null };
   child.stdout.on('data', (d) => (st.stdout += d));
   child.stderr.on('data', (d) => {
@@ -85,11 +85,12 @@ function driveArgs(b) {
   if (b.ios !== undefined) a.push('-n', int(b.ios, 1, 1e9, 'ios'));
   else a.push('-t', String(Number(b.secs ?? 5)));
   if (b.seed !== undefined) a.push('-s', int(b.seed, 1, 2 ** 31, 'seed'));
+  if (b.hold) a.push('-H');
   return [...a, b.device];
 }
 
 // Flags the host may pass to the exporter: only the product's own option families.
-const FLAG = /^--(bpf|model|collector|log|no-collector|record|out|interval|duration)[.\w-]*(=.*)?$|^[^-].*$/;
+const FLAG = /^--(bpf|model|collector|no-collector|log|output|interval|duration|count|description)[.\w-]*(=.*)?$/;
 async function startExporter(b) {
   if (exporter && exporter.exit === null) throw new Error('exporter already running');
   const command = b.command ?? 'serve';
@@ -140,20 +141,28 @@ const routes = {
   'GET /info': async () => info(),
   'POST /drive': async (b) => {
     if (drive && drive.exit === null) throw new Error('hpdrive already running');
-    drive = start('hpdrive', HPDRIVE, driveArgs(b));
+    drive = start('hpdrive', HPDRIVE, driveArgs(b), b.hold ? 'pipe' : 'ignore');
     return { pid: drive.child.pid };
   },
+  // Until hpdrive has printed its result (a held ring stays open after that) or exited.
   'POST /drive/wait': async () => {
     if (!drive) throw new Error('no hpdrive started');
-    const exit = await drive.done;
-    const line = drive.stdout.trim().split('\n').pop() ?? '';
+    const st = drive;
+    while (!st.stdout.includes('\n') && st.exit === null) await new Promise((r) => setTimeout(r, 20));
+    const exit = st.exit;
+    const line = st.stdout.trim().split('\n').pop() ?? '';
     let result = null;
     try {
       result = JSON.parse(line);
     } catch {
       /* reported below as raw output */
     }
-    return { exit, result, stdout: drive.stdout.slice(-4000), stderr: drive.stderr.slice(-4000) };
+    return { exit, result, stdout: st.stdout.slice(-4000), stderr: st.stderr.slice(-4000) };
+  },
+  'POST /drive/release': async () => {
+    if (!drive) throw new Error('no hpdrive started');
+    drive.child.stdin?.end();
+    return { exit: await drive.done };
   },
   'POST /exporter/start': startExporter,
   'POST /exporter/stop': stopExporter,

@@ -12,4 +12,13 @@ modprobe nvme
 for i in $(seq 100); do ls /sys/block | grep -q '^nvme' && break; sleep 0.1; done
 echo "HPVM: kernel $(uname -r), $(nproc) cpus, $(grep -o 'nvme.poll_queues=[0-9]*' /proc/cmdline)"
 dmesg | grep -E 'nvme nvme[0-9]+: .*queues' | sed 's/^/HPVM: /'
+# hpvm.run=<base64 shell script> (test/vm/lab.ts exec): run it instead of the agent, then power off.
+run=$(sed -n 's/.*hpvm\.run=\([^ ]*\).*/\1/p' /proc/cmdline)
+if [ -n "$run" ]; then
+  echo "$run" | base64 -d > /tmp/hp-run.sh
+  echo "HPVM: exec begin"
+  sh /tmp/hp-run.sh 2>&1
+  echo "HPVM: exec end rc=$?"
+  exit 0
+fi
 exec node /opt/hp/guest/agent.mjs

@@ -14,6 +14,8 @@ export interface ExporterFigures {
   polledIos: number | undefined;
   sleeps: number | undefined;
   spin: HistDelta | undefined;
+  /** wall time of io_do_iopoll passes (fentry path): in-poll-path CPU plus off-CPU sleeps */
+  iopollPass: HistDelta | undefined;
   sleepRequested: HistDelta | undefined;
   offcpu: HistDelta | undefined;
   wakeOverhead: HistDelta | undefined;
@@ -25,12 +27,14 @@ export interface ExporterFigures {
   wastedCores: number | undefined;
   currentSleep: number | undefined;
   optimalSleep: number | undefined;
+  /** CPU the exporter process itself used between the scrapes (Node; not the BPF programs) */
+  exporterCpuSeconds: number | undefined;
   /** host state */
   era: string | undefined;
   pollPath: string | undefined;
   pollHctx: number | undefined;
   ioPoll: number | undefined;
-  /** the driver's ring, from the mid-run scrape */
+  /** the driver's ring, from the after-scrape (hpdrive holds the idle ring open for it) */
   ring: RingFigures | undefined;
 }
 
@@ -51,9 +55,8 @@ export interface RunFigures {
   exporter: ExporterFigures | undefined;
 }
 
-function ringOf(mid: Scrape | undefined, pid: number): RingFigures | undefined {
-  if (!mid) return undefined;
-  const info = select(mid, 'hybridpoll_ring_info', { pid: String(pid) });
+function ringOf(after: Scrape, pid: number): RingFigures | undefined {
+  const info = select(after, 'hybridpoll_ring_info', { pid: String(pid) });
   const r = info[0];
   if (!r) return undefined;
   const ring = r.labels.ring ?? '';
@@ -61,7 +64,7 @@ function ringOf(mid: Scrape | undefined, pid: number): RingFigures | undefined {
     ring,
     hybrid: r.labels.hybrid ?? '',
     comm: r.labels.comm ?? '',
-    hybridPollTimeSeconds: value(mid, 'hybridpoll_ring_hybrid_poll_time_seconds', { ring }),
+    hybridPollTimeSeconds: value(after, 'hybridpoll_ring_hybrid_poll_time_seconds', { ring }),
   };
 }
 
@@ -81,10 +84,9 @@ export function driverFigures(r: RunRecord): DriverFigures {
 }
 
 export function exporterFigures(r: RunRecord): ExporterFigures | undefined {
-  if (!r.before || !r.after) return undefined;
+  if (r.before === undefined || r.after === undefined) return undefined;
   const b = parseExposition(r.before);
   const a = parseExposition(r.after);
-  const mid = r.mid ? parseExposition(r.mid) : undefined;
   const dev = { device: r.device };
   const era = select(a, 'hybridpoll_kernel_era_info')[0]?.labels.era;
   const pollPath = select(a, 'hybridpoll_bpf_poll_path_info').find((s) => s.value === 1)?.labels.path;
@@ -92,6 +94,7 @@ export function exporterFigures(r: RunRecord): ExporterFigures | undefined {
     polledIos: delta(b, a, 'hybridpoll_polled_ios_total', dev),
     sleeps: delta(b, a, 'hybridpoll_poll_sleeps_total', dev),
     spin: histDelta(b, a, 'hybridpoll_poll_spin_seconds', dev),
+    iopollPass: histDelta(b, a, 'hybridpoll_iopoll_pass_seconds', dev),
     sleepRequested: histDelta(b, a, 'hybridpoll_poll_sleep_requested_seconds', dev),
     offcpu: histDelta(b, a, 'hybridpoll_poll_offcpu_seconds', dev),
     wakeOverhead: histDelta(b, a, 'hybridpoll_poll_wake_overhead_seconds', dev),
@@ -102,11 +105,12 @@ export function exporterFigures(r: RunRecord): ExporterFigures | undefined {
     wastedCores: value(a, 'hybridpoll_wasted_cpu_cores', dev),
     currentSleep: value(a, 'hybridpoll_current_sleep_seconds', dev),
     optimalSleep: value(a, 'hybridpoll_optimal_sleep_seconds', dev),
+    exporterCpuSeconds: delta(b, a, 'process_cpu_seconds_total'),
     era,
     pollPath,
     pollHctx: value(a, 'hybridpoll_device_hw_queues', { ...dev, type: 'poll' }),
     ioPoll: value(a, 'hybridpoll_device_io_poll', dev),
-    ring: ringOf(mid, r.driver.pid),
+    ring: ringOf(a, r.driver.pid),
   };
 }
 

@@ -36,6 +36,8 @@ export interface BootOptions {
   nvme: NvmeSpec[];
   log: (msg: string) => void;
   bootTimeoutMs: number;
+  /** appended to the kernel command line */
+  extraCmdline?: string;
 }
 
 export interface GuestDevice {
@@ -79,7 +81,7 @@ export function qemuArgs(o: BootOptions, ports: { agent: number; exporter: numbe
     ...accel,
     '-m', String(o.memMiB), '-smp', String(o.smp), '-no-reboot', '-nodefaults', '-display', 'none',
     '-kernel', o.images.kernel, '-initrd', o.images.initrd,
-    '-append', `root=/dev/vda rw console=ttyS0 quiet loglevel=4 panic=-1 init=/sbin/lab-init nvme.poll_queues=${o.pollQueues}`,
+    '-append', `root=/dev/vda rw console=ttyS0 quiet loglevel=4 panic=-1 init=/sbin/lab-init nvme.poll_queues=${o.pollQueues}${o.extraCmdline ? ` ${o.extraCmdline}` : ''}`,
     // The cached images stay pristine: root writes go to a throw-away overlay, the project disk is read-only.
     '-drive', `file=${o.images.root},if=virtio,format=raw,snapshot=on`,
     '-drive', `file=${o.images.project},if=virtio,format=raw,readonly=on`,
@@ -159,6 +161,29 @@ export class Guest {
       onExit();
       process.removeListener('exit', onExit);
       throw new Error(`${(e as Error).message}\n--- guest console (last 40 lines) ---\n${tail}`);
+    }
+  }
+
+  /**
+   * Boots the guest to run one shell script instead of the agent (a debugging aid: test/vm/lab.ts
+   * exec), and returns what it printed. The script travels base64 on the kernel command line.
+   */
+  static async exec(o: BootOptions, script: string): Promise<string> {
+    const b64 = Buffer.from(script).toString('base64');
+    if (b64.length > 1500) throw new Error('script too long for the kernel command line (1500 base64 chars)');
+    const dir = mkdtempSync(join(tmpdir(), 'hpvm-'));
+    const consoleLog = join(dir, 'console.log');
+    try {
+      const args = qemuArgs({ ...o, extraCmdline: `hpvm.run=${b64}` }, { agent: await freePort(), exporter: await freePort() }, consoleLog);
+      const qemu = spawn('qemu-system-x86_64', args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, TMPDIR: dir } });
+      const timer = setTimeout(() => qemu.kill('SIGKILL'), o.bootTimeoutMs);
+      await new Promise((ok) => qemu.once('exit', ok));
+      clearTimeout(timer);
+      const out = readFileSync(consoleLog, 'utf8');
+      const m = /HPVM: exec begin\r?\n([\s\S]*?)HPVM: exec end/.exec(out);
+      return m ? m[1]! : out;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   }
 

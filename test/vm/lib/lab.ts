@@ -6,6 +6,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { accelFacts, chooseAccel } from './accel.js';
 import { Guest, type GuestImages, type NvmeSpec } from './guest.js';
+import { recordRun } from './recordings.js';
 import { runSession, type Scenario, type Session, type Tracing } from './session.js';
 
 export const ROOT = resolve(import.meta.dirname, '../../..');
@@ -110,4 +111,27 @@ export async function runLab(o: LabOptions): Promise<string> {
 
 export function loadSession(file: string): Session {
   return JSON.parse(readFileSync(file, 'utf8')) as Session;
+}
+
+/**
+ * recordings/vm-hybrid.jsonl and vm-classic.jsonl: QD1 4k on the 20 µs null-co device (the sleep is
+ * a fraction of the device time there, as on real NVMe), one boot, hybrid then classic.
+ */
+export async function recordAll(secs: number): Promise<void> {
+  const images = buildAll('trixie');
+  const { accel, why } = chooseAccel(accelFacts());
+  log(`accelerator: ${accel} (${why})`);
+  const guest = await Guest.boot({ images, accel, smp: 2, memMiB: 2048, pollQueues: 2, nvme: NVME, log, bootTimeoutMs: 300_000 });
+  try {
+    const scenario = scenarios(secs).find((s) => s.id === 'qd1-lat20us')!;
+    const where = `QD1 4k random O_DIRECT reads (hpdrive, raw io_uring) on an emulated NVMe (QEMU null-co, latency-ns=20000, 2 poll queues) in a QEMU ${accel.toUpperCase()} guest, kernel ${guest.info.release}`;
+    const caveat = accel === 'tcg' ? '; software-emulated CPU: counts and ratios are real, absolute times are emulated (5-20x slow)' : '';
+    for (const mode of ['hybrid', 'poll'] as const) {
+      const what = mode === 'hybrid' ? 'io_uring hybrid IOPOLL (IORING_SETUP_IOPOLL|IORING_SETUP_HYBRID_IOPOLL)' : 'io_uring classic IOPOLL (IORING_SETUP_IOPOLL)';
+      await recordRun(guest, { file: join(ROOT, 'recordings', `vm-${mode === 'poll' ? 'classic' : 'hybrid'}.jsonl`), mode, scenario, description: `Real ${what}: ${where}${caveat}` }, log);
+    }
+  } finally {
+    const off = await guest.shutdown();
+    log(`guest ${off.clean ? 'powered off' : 'killed (no clean power-off)'}`);
+  }
 }

@@ -1,0 +1,149 @@
+// The VM checks' arithmetic on synthetic sessions (no VM): each bound passes just inside and fails
+// just outside, so a wrong sign, pairing or unit in test/vm/lib/checks.ts shows up here and not as a
+// puzzling result of a 15-minute guest run.
+import { describe, expect, it } from 'vitest';
+import { allChecks, check2, check3, check4, check5, SessionRuns, type CheckResult } from './lib/checks.js';
+import { parseExposition, histDelta } from './lib/prom.js';
+import type { DriverResult, PollMode, RunRecord, Scenario, Session, Tracing } from './lib/session.js';
+
+const SC: Scenario = { id: 'qd1', title: 't', serial: 'hpfast', qd: 1, bs: 4096, secs: 8 };
+
+function driver(mode: PollMode, ios: number, cpuS: number, vcsw: number, pid = 100): DriverResult {
+  return {
+    mode, flags: mode === 'hybrid' ? 0x20001 : 1, qd: 1, bs: 4096, device: '/dev/nvme0n1', pid, ios, wall_s: 8, iops: ios / 8,
+    lat_us: { mean: 1, p50: 1, p90: 1, p99: 1, p999: 1, max: 1 },
+    cpu: { exec_s: cpuS, run_delay_s: 0, timeslices: 1, utime_s: 0, stime_s: cpuS, util: cpuS / 8, per_io_us: (cpuS / ios) * 1e6 },
+    ctxsw: { voluntary: vcsw, involuntary: 0 },
+  };
+}
+
+interface Exp {
+  polled: number;
+  sleeps: number;
+  spinS: number;
+  offcpuS?: number;
+  reqMeanS?: number;
+  hptS?: number;
+  measuredPerIo?: number;
+  classicPerIo?: number;
+  pid?: number;
+}
+
+/** Exposition after the run (before = all zero). */
+function scrape(e: Exp): string {
+  const d = '{device="nvme0n1"}';
+  const lines = [
+    'hybridpoll_kernel_era_info{era="iouring_hybrid",evidence="btf",release="7.3.4"} 1',
+    'hybridpoll_device_hw_queues{device="nvme0n1",type="poll"} 2',
+    `hybridpoll_device_io_poll${d} 1`,
+    `hybridpoll_polled_ios_total${d} ${e.polled}`,
+    `hybridpoll_poll_sleeps_total${d} ${e.sleeps}`,
+    `hybridpoll_poll_spin_seconds_sum${d} ${e.spinS}`,
+    `hybridpoll_poll_spin_seconds_count${d} ${e.polled}`,
+    `hybridpoll_poll_offcpu_seconds_sum${d} ${e.offcpuS ?? 0}`,
+    `hybridpoll_poll_offcpu_seconds_count${d} ${e.sleeps}`,
+    `hybridpoll_poll_sleep_requested_seconds_sum${d} ${(e.reqMeanS ?? 0) * e.sleeps}`,
+    `hybridpoll_poll_sleep_requested_seconds_count${d} ${e.sleeps}`,
+    `hybridpoll_sleep_efficiency_ratio${d} 0.5`,
+    `hybridpoll_wasted_cpu_cores${d} 0.1`,
+  ];
+  if (e.measuredPerIo !== undefined) lines.push(`hybridpoll_measured_cpu_seconds_per_io${d} ${e.measuredPerIo}`);
+  if (e.classicPerIo !== undefined) lines.push(`hybridpoll_policy_cpu_seconds_per_io{device="nvme0n1",policy="classic"} ${e.classicPerIo}`);
+  if (e.hptS !== undefined) {
+    lines.push(`hybridpoll_ring_info{ring="r1",pid="${e.pid ?? 100}",comm="hpdrive",hybrid="1"} 1`);
+    lines.push(`hybridpoll_ring_hybrid_poll_time_seconds{ring="r1"} ${e.hptS}`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+function run(tracing: Tracing, mode: PollMode, d: DriverResult, e?: Exp, rep = 0): RunRecord {
+  return { scenario: 'qd1', tracing, mode, rep, device: 'nvme0n1', driver: d, ...(e ? { before: '', after: scrape(e) } : {}) };
+}
+
+function session(runs: RunRecord[]): Session {
+  return {
+    startedAt: '', wallSeconds: 0, accel: 'tcg', accelWhy: '', bootSeconds: 0, scenarios: [SC], runs,
+    exporterArgs: { fentry: [], tracepoint: [] },
+    images: { suite: 'trixie', kernel: '', initrd: '', root: '', project: '', kernelRelease: '', loader: true, rootKey: '', projectKey: '' },
+    info: { release: '', cmdline: '', nproc: 2, pollQueuesParam: '2', node: '', loader: true, devices: [], uptime: 0 },
+  };
+}
+
+const find = (cs: CheckResult[], title: string) => {
+  const c = cs.find((x) => x.title.includes(title));
+  if (!c) throw new Error(`no check "${title}" in ${cs.map((x) => x.title).join(', ')}`);
+  return c;
+};
+
+describe('prom helpers', () => {
+  it('parses labels with escapes and takes counter and histogram deltas', () => {
+    const b = parseExposition('x_sum{a="q\\"x"} 1\nx_count{a="q\\"x"} 2\n');
+    const a = parseExposition('# HELP x y\nx_sum{a="q\\"x"} 4\nx_count{a="q\\"x"} 5\n');
+    expect(histDelta(b, a, 'x', { a: 'q"x' })).toEqual({ count: 3, sum: 3, mean: 1 });
+  });
+  it('rejects a malformed line', () => {
+    expect(() => parseExposition('x{a="b} 1')).toThrow(/bad/);
+  });
+});
+
+describe('check 2 (classic)', () => {
+  const ok = (polled: number, spinS: number) =>
+    check2(new SessionRuns(session([run('fentry', 'poll', driver('poll', 10_000, 8, 0), { polled, sleeps: 0, spinS })])), SC);
+  it('passes inside the bounds', () => {
+    expect(ok(10_190, 7.3).every((c) => c.pass)).toBe(true);
+  });
+  it('fails a count 2.1% off and spin 11% low', () => {
+    expect(find(ok(10_210, 8), 'polled I/Os').pass).toBe(false);
+    expect(find(ok(10_000, 7.1), 'spin CPU').pass).toBe(false);
+  });
+});
+
+describe('check 3 (hybrid)', () => {
+  const c3 = (sleeps: number, reqMeanS: number, measuredPerIo: number) =>
+    check3(new SessionRuns(session([run("fentry", "hybrid", driver("hybrid", 10_000, 5, 9_000), { polled: 10_000, sleeps, spinS: 1, reqMeanS, hptS: 80e-6, measuredPerIo })])), SC);
+  it('passes: one sleep per I/O, requested = hpt/2, CPU per I/O matched', () => {
+    expect(c3(9_999, 38e-6, 520e-6).every((c) => c.pass)).toBe(true);
+  });
+  it('fails: 0.9 sleeps per I/O, requested 20% above hpt/2, CPU 12% high', () => {
+    const cs = c3(9_000, 48e-6, 560e-6);
+    expect(cs.map((c) => c.pass)).toEqual([false, false, false]);
+  });
+});
+
+describe('check 4 (paths agree, workload unchanged)', () => {
+  const mk = (tpOffcpu: number, tpIops: number) => {
+    const ru = [
+      run('untraced', 'hybrid', driver('hybrid', 10_000, 5, 9_000)),
+      run('fentry', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, offcpuS: 2 }),
+      run('tracepoint', 'hybrid', driver('hybrid', tpIops, 5, 9_000), { polled: tpIops, sleeps: tpIops - 1, spinS: tpIops / 10_000, offcpuS: (tpOffcpu * tpIops) / 10_000 }),
+      run('untraced', 'poll', driver('poll', 20_000, 8, 0)),
+      run('fentry', 'poll', driver('poll', 20_000, 8, 0), { polled: 20_000, sleeps: 0, spinS: 7 }),
+      run('tracepoint', 'poll', driver('poll', 20_000, 8, 0), { polled: 20_000, sleeps: 0, spinS: 0 }),
+    ];
+    return check4(new SessionRuns(session(ru)), SC);
+  };
+  it('passes when the paths agree and nothing moved', () => {
+    const bad = mk(2, 10_000).filter((c) => !c.pass);
+    expect(bad).toEqual([]);
+  });
+  it('fails off-CPU totals 20% apart and IOPS 15% up under the tracepoint path', () => {
+    expect(find(mk(1.6, 10_000), 'sleep (off-CPU) time').pass).toBe(false);
+    expect(find(mk(2, 11_500), 'hybrid under tracepoint vs untraced: IOPS').pass).toBe(false);
+  });
+});
+
+describe('check 5 (model)', () => {
+  it('compares the prediction from the hybrid run with the classic run of the same repetition', () => {
+    const mk = (pred: number) => check5(new SessionRuns(session([
+      run('fentry', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, classicPerIo: pred }),
+      run('fentry', 'poll', driver('poll', 20_000, 8, 0), { polled: 20_000, sleeps: 0, spinS: 7 }),
+    ])), SC);
+    expect(mk(400e-6 * 1.14)[0]!.pass).toBe(true);
+    expect(mk(400e-6 * 0.84)[0]!.pass).toBe(false);
+  });
+});
+
+it('a session without exporter data fails every check instead of passing vacuously', () => {
+  const cs = allChecks(session([run('untraced', 'hybrid', driver('hybrid', 10_000, 5, 9_000)), run('untraced', 'poll', driver('poll', 10_000, 8, 0))]));
+  expect(cs.filter((c) => c.pass).map((c) => c.title)).toEqual([]);
+});

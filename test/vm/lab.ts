@@ -1,0 +1,49 @@
+// The VM lab by hand (the suite itself is npm run test:vm):
+//   npx tsx test/vm/lab.ts build              build the exporter, loader and guest images (cached)
+//   npx tsx test/vm/lab.ts run                build, boot, run every workload, print the checks table
+//   npx tsx test/vm/lab.ts table [session]    the checks table of a saved session (default: the latest)
+//   npx tsx test/vm/lab.ts exec 'sh script'   boot, run a short script in the guest instead of the agent
+//   npx tsx test/vm/lab.ts record             boot, record hybrid and classic runs into recordings/vm-*.jsonl
+// Env: HPVM_SECS, HPVM_REPS, HPVM_SCENARIOS, HPVM_ACCEL, HPVM_CACHE (see docs/validation.md).
+import { join } from 'node:path';
+import { accelFacts, chooseAccel } from './lib/accel.js';
+import { allChecks } from './lib/checks.js';
+import { Guest } from './lib/guest.js';
+import { buildAll, labOptionsFromEnv, loadSession, NVME, RESULTS, runLab, recordAll } from './lib/lab.js';
+import { checksTable } from './lib/table.js';
+
+const [cmd, arg] = process.argv.slice(2);
+const log = (m: string) => process.stderr.write(`[vm] ${m}\n`);
+
+async function main(): Promise<void> {
+  switch (cmd) {
+    case 'build':
+      console.log(JSON.stringify(buildAll('trixie'), null, 2));
+      return;
+    case 'run': {
+      const file = await runLab(labOptionsFromEnv());
+      console.log(checksTable(allChecks(loadSession(file))));
+      return;
+    }
+    case 'table':
+      console.log(checksTable(allChecks(loadSession(arg ?? join(RESULTS, 'latest.json')))));
+      return;
+    case 'exec': {
+      if (!arg) throw new Error('exec needs a script');
+      const images = buildAll('trixie');
+      const { accel } = chooseAccel(accelFacts());
+      process.stdout.write(await Guest.exec({ images, accel, smp: 2, memMiB: 2048, pollQueues: 2, nvme: NVME, log, bootTimeoutMs: 900_000 }, arg));
+      return;
+    }
+    case 'record':
+      await recordAll(Number(process.env.HPVM_SECS ?? 40));
+      return;
+    default:
+      throw new Error('usage: lab.ts build | run | table [session.json] | exec SCRIPT | record');
+  }
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`lab: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exit(1);
+});
