@@ -50,12 +50,22 @@ struct {
 	__type(value, u64);
 } starts SEC(".maps");
 
+/* Shared by all CPUs, updated with atomic adds: these kinds change once per sleep or poll call,
+ * not per I/O, and a per-CPU copy of 1.2 KB per series would grow with the number of CPUs.
+ * Preallocated, because creating an element must not fail inside the scheduler. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 2048);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
 	__type(key, struct hist_key);
 	__type(value, struct hist);
 } hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, HP_RQ_SLOTS);
+	__type(key, u32);
+	__type(value, struct rq_slot);
+} rq_slots SEC(".maps");
 
 /* all-zero value to create hists entries from (too large for the BPF stack) */
 struct {
@@ -182,8 +192,7 @@ static __always_inline struct hist *hist_get(u32 dev, u32 kind)
 	return h;
 }
 
-/* Per-CPU values: tp_btf and raw_tp run with preemption off, so plain increments are safe;
- * fentry only disables migration, and a rare lost increment there is accepted. */
+/* one sample into a shared histogram (atomic adds: several CPUs may update one series) */
 static __always_inline struct hist *hist_add(u32 dev, u32 kind, u64 v)
 {
 	struct hist *h = hist_get(dev, kind);
@@ -195,9 +204,41 @@ static __always_inline struct hist *hist_add(u32 dev, u32 kind, u64 v)
 	barrier_var(idx); /* clang 14 would bound-check a copy and index with the original */
 	if (idx >= HP_NB)
 		return h;
-	h->slots[idx]++;
-	h->sum += v;
+	__sync_fetch_and_add(&h->slots[idx], 1);
+	__sync_fetch_and_add(&h->sum, v);
 	return h;
+}
+
+/* One completion into rq_lat. The hot path: dev's slot in this CPU's array, claimed on first use,
+ * plain increments (block tracepoints run with preemption off, and one CPU's programs do not
+ * interleave). Only when another device holds the slot, the shared map with atomic adds. */
+static __always_inline void rq_lat_add(u32 dev, u64 v, unsigned int bytes, int error)
+{
+	u32 k = hp_rq_slot(dev);
+	struct rq_slot *s = bpf_map_lookup_elem(&rq_slots, &k);
+	u64 idx = bucket_of(v);
+	struct hist *h;
+
+	barrier_var(idx);
+	if (idx >= HP_NB)
+		return;
+	if (s && (s->dev == dev || !s->dev)) {
+		s->dev = dev;
+		s->h.slots[idx]++;
+		s->h.sum += v;
+		s->h.aux0 += bytes;
+		if (error)
+			s->h.aux1++;
+		return;
+	}
+	h = hist_get(dev, HK_RQ_LAT);
+	if (!h)
+		return;
+	__sync_fetch_and_add(&h->slots[idx], 1);
+	__sync_fetch_and_add(&h->sum, v);
+	__sync_fetch_and_add(&h->aux0, bytes);
+	if (error)
+		__sync_fetch_and_add(&h->aux1, 1);
 }
 
 static __always_inline struct dev_ctr *dev_ctr_get(u32 dev)
@@ -399,7 +440,6 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 	u64 ts = RD(btf, rq, start_time_ns), now, delta;
 	struct task_st *st;
 	struct dev_ctr *dc;
-	struct hist *h;
 	u32 dev, tid;
 
 	if (!ts) {
@@ -418,12 +458,7 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 		return 0;
 	now = bpf_ktime_get_ns();
 	delta = now > ts ? now - ts : 0;
-	h = hist_add(dev, HK_RQ_LAT, delta);
-	if (h) {
-		h->aux0 += nr_bytes;
-		if (error)
-			h->aux1++;
-	}
+	rq_lat_add(dev, delta, nr_bytes, error);
 	if (!(RD(btf, rq, cmd_flags) & polled_mask()))
 		return 0;
 	dc = dev_ctr_get(dev);
@@ -705,8 +740,8 @@ int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsig
 			u64 hpt = BPF_CORE_READ(req, ctx, hybrid_poll_time);
 
 			if (hpt && hpt < 0x7fffffffffffffffULL) {
-				h->aux0 += hpt / 2;
-				h->aux1++;
+				__sync_fetch_and_add(&h->aux0, hpt / 2);
+				__sync_fetch_and_add(&h->aux1, 1);
 			}
 		}
 		st->slept_req = (u64)req;

@@ -40,6 +40,21 @@ struct hist {
 	__u64 aux1;
 };
 
+/* rq_lat fast path: a per-CPU array of device slots (slot = hash of dev); a device whose slot is
+ * taken on that CPU uses the hists map. The loader merges both. */
+#define HP_RQ_SLOTS 32
+
+struct rq_slot {
+	__u32 dev;   /* 0: free */
+	__u32 pad;
+	struct hist h;
+};
+
+static inline __u32 hp_rq_slot(__u32 dev)
+{
+	return (dev * 2654435761u) >> 27; /* top 5 bits: 0..HP_RQ_SLOTS-1 */
+}
+
 /* Per device, per CPU: counters that are not histogram counts. */
 struct dev_ctr {
 	__u64 polled_ios;       /* polled requests completed */

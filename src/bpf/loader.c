@@ -454,50 +454,94 @@ static bool pid_alive(__u32 pid)
 	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
 }
 
+/* histograms from the shared hists map plus the per-CPU rq_lat slots, summed */
+struct agg {
+	struct hist_key key;
+	struct hist h;
+};
+static struct agg *aggs;
+static int naggs, caggs;
+
+static struct hist *agg_for(struct hist_key k)
+{
+	for (int i = 0; i < naggs; i++)
+		if (aggs[i].key.dev == k.dev && aggs[i].key.kind == k.kind)
+			return &aggs[i].h;
+	if (naggs == caggs) {
+		struct agg *n = realloc(aggs, (caggs ? caggs * 2 : 64) * sizeof(*aggs));
+
+		if (!n)
+			return NULL;
+		aggs = n;
+		caggs = caggs ? caggs * 2 : 64;
+	}
+	memset(&aggs[naggs], 0, sizeof(aggs[naggs]));
+	aggs[naggs].key = k;
+	return &aggs[naggs++].h;
+}
+
+static void hist_addto(struct hist *dst, const struct hist *src)
+{
+	for (int i = 0; i < HP_NB; i++)
+		dst->slots[i] += src->slots[i];
+	dst->sum += src->sum;
+	dst->aux0 += src->aux0;
+	dst->aux1 += src->aux1;
+}
+
+static void collect_hists(struct hpoll *skel)
+{
+	int fd = bpf_map__fd(skel->maps.hists), sfd = bpf_map__fd(skel->maps.rq_slots);
+	size_t ssz = (sizeof(struct rq_slot) + 7) & ~7UL;
+	void *vals = calloc(ncpu, ssz);
+	struct hist_key key, *prev = NULL;
+	struct hist *a, h;
+
+	naggs = 0;
+	while (bpf_map_get_next_key(fd, prev, &key) == 0) {
+		prev = &key;
+		if (key.kind < HK_MAX && !bpf_map_lookup_elem(fd, &key, &h) && (a = agg_for(key)))
+			hist_addto(a, &h);
+	}
+	for (__u32 k = 0; vals && k < HP_RQ_SLOTS; k++) {
+		if (bpf_map_lookup_elem(sfd, &k, vals))
+			continue;
+		for (int c = 0; c < ncpu; c++) {
+			struct rq_slot *s = (struct rq_slot *)((char *)vals + c * ssz);
+			struct hist_key hk = { .dev = s->dev, .kind = HK_RQ_LAT };
+
+			if (s->dev && (a = agg_for(hk)))
+				hist_addto(a, &s->h);
+		}
+	}
+	free(vals);
+}
+
 static void dump_hists(struct hpoll *skel)
 {
-	int fd = bpf_map__fd(skel->maps.hists);
-	size_t vsz = (sizeof(struct hist) + 7) & ~7UL;
-	void *vals = calloc(ncpu, vsz);
-	struct hist_key key, *prev = NULL;
-	bool first = true;
-
+	collect_hists(skel);
 	printf("\"hists\":[");
-	while (vals && bpf_map_get_next_key(fd, prev, &key) == 0) {
-		struct hist agg = {};
+	for (int n = 0; n < naggs; n++) {
+		struct agg *e = &aggs[n];
 		__u64 count = 0;
 		bool f = true;
 
-		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, vals) || key.kind >= HK_MAX)
-			continue;
-		for (int c = 0; c < ncpu; c++) {
-			struct hist *h = (struct hist *)((char *)vals + c * vsz);
-
-			for (int i = 0; i < HP_NB; i++)
-				agg.slots[i] += h->slots[i];
-			agg.sum += h->sum;
-			agg.aux0 += h->aux0;
-			agg.aux1 += h->aux1;
-		}
 		for (int i = 0; i < HP_NB; i++)
-			count += agg.slots[i];
+			count += e->h.slots[i];
 		/* the count is the sum of the buckets, so _count always equals the +Inf bucket */
 		printf("%s{\"dev\":\"%u:%u\",\"kind\":\"%s\",\"count\":%llu,\"sum\":%llu,\"aux0\":%llu,"
-		       "\"aux1\":%llu,\"b\":[", first ? "" : ",", key.dev >> 20, key.dev & 0xfffff,
-		       kind_names[key.kind], (unsigned long long)count, (unsigned long long)agg.sum,
-		       (unsigned long long)agg.aux0, (unsigned long long)agg.aux1);
+		       "\"aux1\":%llu,\"b\":[", n ? "," : "", e->key.dev >> 20, e->key.dev & 0xfffff,
+		       kind_names[e->key.kind], (unsigned long long)count, (unsigned long long)e->h.sum,
+		       (unsigned long long)e->h.aux0, (unsigned long long)e->h.aux1);
 		for (int i = 0; i < HP_NB; i++) {
-			if (!agg.slots[i])
+			if (!e->h.slots[i])
 				continue;
-			printf("%s[%d,%llu]", f ? "" : ",", i, (unsigned long long)agg.slots[i]);
+			printf("%s[%d,%llu]", f ? "" : ",", i, (unsigned long long)e->h.slots[i]);
 			f = false;
 		}
 		printf("]}");
-		first = false;
 	}
 	printf("]");
-	free(vals);
 }
 
 static void dump_devs(struct hpoll *skel)
