@@ -29,6 +29,8 @@ interface Pending {
 }
 
 const STDERR_LINES_PER_RUN = 20;
+/** A loader spewing bad lines must not flood the log (found by test/hardening/faults.test.ts). */
+const PROTOCOL_ERRORS_LOGGED_PER_RUN = 20;
 
 export class LoaderClient {
   state: LoaderState = 'stopped';
@@ -46,6 +48,7 @@ export class LoaderClient {
   private retryTimer?: NodeJS.Timeout;
   private handshakeTimer?: NodeJS.Timeout;
   private fatal?: string;
+  private protocolErrorsLogged = 0;
 
   constructor(private readonly o: LoaderClientOptions) {
     this.delayMs = o.backoff?.initialMs ?? 250;
@@ -88,6 +91,7 @@ export class LoaderClient {
     this.state = 'starting';
     this.hello = undefined;
     this.fatal = undefined;
+    this.protocolErrorsLogged = 0;
     if (this.spawns++ > 0) this.restarts += 1;
     this.o.onNewRun?.();
     this.startedAt = Date.now();
@@ -171,7 +175,9 @@ export class LoaderClient {
 
   /** The loader answers in order: a bad line stands for the oldest outstanding request. */
   private onBadLine(e: Error): void {
-    this.o.log.warn('bpf loader protocol error', { err: e.message });
+    const n = ++this.protocolErrorsLogged;
+    if (n <= PROTOCOL_ERRORS_LOGGED_PER_RUN) this.o.log.warn('bpf loader protocol error', { err: e.message });
+    if (n === PROTOCOL_ERRORS_LOGGED_PER_RUN) this.o.log.warn('bpf loader: further protocol errors of this run are not logged');
     const first = this.pending.entries().next();
     if (first.done) return;
     const [id, p] = first.value;

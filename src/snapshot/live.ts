@@ -14,7 +14,10 @@ export function liveReader(host: HostReader, bpf: BpfSource, log: Logger, bpfEna
     const takenAtMs = Date.now();
     const [hostRead, bpfRead] = await Promise.all([host.read(), bpfEnabled ? readBpf(bpf) : undefined]);
     const collectors = [...hostRead.collectors, ...(bpfRead ? [bpfRead.result] : [])];
-    collectors.forEach(note);
+    // A disabled BPF collector (auto without privileges) was explained once at startup; its
+    // success=0 stays visible in the self-metrics without a warning on the first scrape too.
+    const disabled = bpf.status().state === 'disabled';
+    collectors.filter((c) => !(c.name === 'bpf' && disabled)).forEach(note);
     return {
       takenAtMs,
       host: hostRead.host,

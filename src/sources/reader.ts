@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { CollectorName, CollectorResult } from '../snapshot/types.js';
 import { btfFeatures, detectEra } from './era.js';
 import { parseBtf } from './btf.js';
-import { isMissing, listDir, messageOf, readBounded, readText, resolvesWithin } from './files.js';
+import { errnoOf, isMissing, listDir, messageOf, readBounded, readText, resolvesWithin } from './files.js';
 import { parseHctxIoPoll, parseHctxType } from './hctx.js';
 import { parsePollStat } from './pollStat.js';
 import { parseDevNum, parseIntFile, parseIoPoll, parseIoPollDelay } from './queue.js';
@@ -110,7 +110,8 @@ export class HostReader {
         try {
           present = await listDir(root);
         } catch (e) {
-          return { value: debugfsEvidence, error: `debugfs not readable at ${root}: ${messageOf(e)}` };
+          const hint = errnoOf(e) === 'EACCES' ? ' (debugfs is readable by root only)' : '';
+          return { value: debugfsEvidence, error: `debugfs not readable at ${root}: ${messageOf(e)}${hint}` };
         }
         if (present === undefined) {
           return { value: debugfsEvidence, error: `no ${root}: debugfs not mounted or CONFIG_BLK_DEBUG_FS off` };
