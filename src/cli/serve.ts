@@ -1,9 +1,9 @@
 // `hybridpoll-exporter serve`: the exporter itself.
 import { Command, InvalidArgumentError } from 'commander';
-import type { Server } from 'node:http';
 import { BpfCollector } from '../bpf/collector.js';
 import { disabledBpf, type BpfSource } from '../bpf/source.js';
 import { createApp } from '../http/server.js';
+import { listenWeb, loadWebConfig } from '../http/webServer.js';
 import { createLogger, type Logger } from '../log.js';
 import { processRegistry } from '../metrics/render.js';
 import { EfficiencyModel } from '../model/index.js';
@@ -52,7 +52,8 @@ export function serveCommand(): Command {
   const cmd = new Command('serve')
     .description('serve Prometheus metrics of this host (the default command)')
     .addOption(parsed('--web.listen-address <[host]:port>', 'address to listen on; the default listens on all interfaces', parseListenAddress, DEFAULT_LISTEN))
-    .option('--web.telemetry-path <path>', 'path under which to expose metrics', '/metrics');
+    .option('--web.telemetry-path <path>', 'path under which to expose metrics', '/metrics')
+    .option('--web.config.file <path>', 'exporter-toolkit web config (YAML): TLS, bcrypt basic auth, headers, rate limit; re-read on change');
   addHostOptions(cmd);
   cmd.action(async (raw: Record<string, unknown>, self: Command) => {
     if (raw['collector.deviceInclude'] && self.getOptionValueSource('collector.deviceExclude') === 'cli') {
@@ -60,12 +61,15 @@ export function serveCommand(): Command {
     }
     const o = hostOptionsOf(raw);
     const log = createLogger(o.logLevel);
+    const webConfigFile = raw['web.config.file'] as string | undefined;
+    // An invalid web config ends the command (exit 1, reason on stderr) before anything starts.
+    if (webConfigFile !== undefined) loadWebConfig(webConfigFile);
     const bpf = await bpfSourceOf(o, log);
     const model = o.collectors.model ? new EfficiencyModel({ windowSeconds: o.model.windowSeconds, latencyBudget: o.model.latencyBudget }) : undefined;
-    const engine = new SnapshotEngine(liveReader(hostReaderOf(o), bpf, log, o.collectors.bpf), model);
+    const engine = new SnapshotEngine(liveReader(hostReaderOf(o), bpf, log, o.collectors.bpf), model, log);
     const app = createApp({ engine, log, processMetrics: processRegistry(), metricsPath: raw['web.telemetryPath'] as string });
     const addr = raw['web.listenAddress'] as ListenAddress;
-    const server: Server = addr.host ? app.listen(addr.port, addr.host) : app.listen(addr.port);
+    const server = listenWeb(app, { ...addr, ...(webConfigFile !== undefined ? { configFile: webConfigFile } : {}) }, log);
     server.on('listening', () => {
       const a = server.address();
       const where = typeof a === 'object' && a ? `${a.address}:${a.port}` : String(a);
