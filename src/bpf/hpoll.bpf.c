@@ -117,6 +117,7 @@ struct task_st {
 	u64 t_woke;       /* fentry: wake-up of the slept request (switch-in, or sleep start) */
 	u64 ctx;          /* fentry: ring of the current pass */
 	u64 slept_req;    /* fentry: io_kiocb that slept and is not yet found */
+	u64 issued;       /* fentry: its req->iopoll_start, read before it can complete */
 	u32 inflight;     /* tracepoint path: polled requests issued, not yet completed here */
 	u32 dev;          /* device of the last polled request (tracepoint) or classic_poll (fentry) */
 	u32 polls;        /* fentry: classic_poll calls on slept_req since its sleep */
@@ -745,6 +746,8 @@ int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsig
 			}
 		}
 		st->slept_req = (u64)req;
+		/* 7.0+ unions iopoll_start with the task_work a completion writes: read it now */
+		st->issued = bpf_core_field_exists(req->iopoll_start) ? BPF_CORE_READ(req, iopoll_start) : 0;
 		st->polls = 0;
 		st->t_woke = st->t_on ? st->t_on : st->t_sleep;
 		st->t_sleep = 0;
@@ -761,7 +764,7 @@ int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsi
 	     int ret)
 {
 	struct task_st *st = task_get((u32)bpf_get_current_pid_tgid(), false);
-	u64 now = bpf_ktime_get_ns(), d, issued = 0;
+	u64 now = bpf_ktime_get_ns(), d;
 	struct dev_calib *cal;
 	struct dev_ctr *dc;
 	bool slept_through, exact = true;
@@ -789,10 +792,8 @@ int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsi
 		exact = false;
 		slept_through = !cal || d * 100 <= cal->min_found_ns * calib_pct;
 	}
-	if (bpf_core_field_exists(req->iopoll_start))
-		issued = BPF_CORE_READ(req, iopoll_start);
-	if (issued && issued < now)
-		record_found(dev, cal, slept_through, now - issued, issued, st->t_woke);
+	if (st->issued && st->issued < now)
+		record_found(dev, cal, slept_through, now - st->issued, st->issued, st->t_woke);
 	dc = dev_ctr_get(dev);
 	if (dc) {
 		if (exact)

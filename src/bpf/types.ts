@@ -3,12 +3,12 @@
 
 /** Histogram kinds kept per device by the BPF program (see src/bpf/README.md). */
 export const HIST_KINDS = [
-  'rq_lat', // block issue → complete (for polled I/O: → reaped)
+  'rq_lat', // request start (allocation, as iostat) → complete (for polled I/O: → reaped)
   'iopoll', // wall time of one io_do_iopoll() pass (fentry path)
   'spin', // CPU time spinning in the poll loop, per I/O
   'sleep_req', // hybrid sleep the kernel requested
   'offcpu', // real off-CPU time of that sleep
-  'wake_ovh', // offcpu − sleep_req, clamped at 0
+  'wake_ovh', // timer expiry → on CPU again: (switch-in − sleep start) − sleep_req, ≥ 0
   'wake_lat', // sched_wakeup → on CPU
   'dev_spun', // issue → found, I/O still pending after the sleep (exact device time, censoring-free)
   'found_slept', // issue → found, I/O already complete at wake-up (left-censored: D ≤ x)
@@ -72,10 +72,13 @@ export interface BpfSnapshot {
   rings: BpfRing[];
   /**
    * Cumulative counters, kept monotonic across loader restarts by the Node side:
-   * polled_ios, overslept, spun, sleeps, sleep_ns, spin_ns, rq_miss, rq_start_full, …
+   * polled_ios, overslept, spun, sleeps, sleep_ns, spin_ns (totals over devices), start_map_full,
+   * issue_missed, task_map_full, hist_map_full, recursion_misses (drops), and the loader's
+   * diagnostics (src/bpf/README.md).
    */
   counters: Record<string, number>;
-  /** Per-device cumulative counters (same names), keyed by "major:minor". */
+  /** Per-device cumulative counters, keyed by "major:minor": polled_ios, sleeps, sleep_ns, spin_ns,
+   * overslept, spun, classified_exact, classified_calibrated, sleeps_unmatched. */
   deviceCounters: Record<string, Record<string, number>>;
 }
 
