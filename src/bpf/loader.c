@@ -88,6 +88,7 @@ static struct logical progs[] = {
 
 static struct {
 	bool force_tracepoint;
+	bool raw_tp;
 	__u32 test_tgid;
 	__u32 calib_pct;
 	const char *exclude;
@@ -807,6 +808,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: hybridpoll-bpf [options]\n"
 		"  --force-tracepoint     do not use fentry/fexit; use the tracepoint-only poll path\n"
+		"  --raw-tp               attach the raw_tp twins even where tp_btf works\n"
 		"  --exclude PROG,...     do not load these programs (names as in the hello line)\n"
 		"  --calib-pct N          found_slept threshold: N%% of the shortest found time (default 200)\n"
 		"  --test-sleeper-tgid P  test mode: timed sleeps of process P count as hybrid sleeps (device 0:0)\n"
@@ -821,6 +823,7 @@ static void parse_args(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "force-tracepoint", no_argument, 0, 'F' },
 		{ "exclude", required_argument, 0, 'x' },
+		{ "raw-tp", no_argument, 0, 'r' },
 		{ "calib-pct", required_argument, 0, 'c' },
 		{ "test-sleeper-tgid", required_argument, 0, 'T' },
 		{ "ring-key", required_argument, 0, 'k' },
@@ -838,6 +841,7 @@ static void parse_args(int argc, char **argv)
 		switch (c) {
 		case 'F': opt.force_tracepoint = true; break;
 		case 'x': opt.exclude = optarg; break;
+		case 'r': opt.raw_tp = true; break;
 		case 'c':
 			opt.calib_pct = strtoul(optarg, &end, 10);
 			if (*end || opt.calib_pct < 100 || opt.calib_pct > 10000)
@@ -908,6 +912,10 @@ int main(int argc, char **argv)
 			continue;
 		}
 		for (int j = 0; j < l->nv && l->chosen < 0; j++) {
+			if (opt.raw_tp && l->v[j].via == VIA_TP_BTF) {
+				snprintf(l->reason, sizeof(l->reason), "tp_btf: not tried (--raw-tp)");
+				continue;
+			}
 			why = variant_problem(l, &l->v[j]);
 			if (!why)
 				l->chosen = j;

@@ -31,7 +31,10 @@ const hist = (s: BpfSnapshot | undefined, dev: string, kind: keyof BpfSnapshot['
 
 const countIn = (h: BucketHist, lo: number, hi: number) => h.buckets.filter(([i]) => upperNs(i) > lo && upperNs(i) <= hi).reduce((a, [, c]) => a + c, 0);
 
-describe.skipIf(skip)('loader on a loop device (root)', () => {
+// Every test runs with the tp_btf programs and again with their raw_tp twins (--raw-tp).
+const VARIANTS: [string, string[]][] = [['tp_btf', []], ['raw_tp', ['--raw-tp']]];
+
+describe.skipIf(skip).each(VARIANTS)('loader on a loop device, %s (root)', (via, flags) => {
   let loop: LoopDevice;
   let before: string[];
 
@@ -46,8 +49,8 @@ describe.skipIf(skip)('loader on a loop device (root)', () => {
   // 2-CPU machine can inflate for seconds at a time: up to three independent measurements, the
   // first that meets both bounds passes; the I/O count must match in every one.
   it('counts every I/O fio issued and measures its latency', async () => {
-    const c = await collector();
-    expect(ourPrograms().length).toBeGreaterThan(before.length);
+    const c = await collector(flags);
+    expect(ourPrograms()).toContain(via === 'raw_tp' ? 'hp_rq_done_rt' : 'hp_rq_done');
     const tries: string[] = [];
     let latErr = Infinity;
     try {
@@ -68,7 +71,7 @@ describe.skipIf(skip)('loader on a loop device (root)', () => {
         expect(s1!.counters['issue_missed']).toBe(0);
         if (latErr < 0.15) break;
       }
-      console.info(`loop ${loop.dev}:\n  ${tries.join('\n  ')}`);
+      console.info(`loop ${loop.dev} (${via}):\n  ${tries.join('\n  ')}`);
       expect(latErr, tries.join('; ')).toBeLessThan(0.15);
     } finally {
       await c.stop();
@@ -82,7 +85,7 @@ describe.skipIf(skip)('loader on a loop device (root)', () => {
   });
 });
 
-describe.skipIf(skip)('sleep/wake chain with a nanosleeping stand-in poller (root)', () => {
+describe.skipIf(skip).each(VARIANTS)('sleep/wake chain with a nanosleeping stand-in poller, %s (root)', (via, flags) => {
   let dir: string;
   beforeAll(() => {
     ensureLoader();
@@ -94,7 +97,7 @@ describe.skipIf(skip)('sleep/wake chain with a nanosleeping stand-in poller (roo
     const py = spawn(...realtime('python3', [sleeperScript(dir)]), { stdio: ['pipe', 'pipe', 'inherit'] });
     const lines = createInterface({ input: py.stdout! })[Symbol.asyncIterator]();
     expect((await lines.next()).value).toBe('ready');
-    const c = await collector(['--test-sleeper-tgid', String(py.pid)]);
+    const c = await collector(['--test-sleeper-tgid', String(py.pid), ...flags]);
     let s: BpfSnapshot | undefined;
     try {
       py.stdin!.write('go\n');
@@ -108,7 +111,7 @@ describe.skipIf(skip)('sleep/wake chain with a nanosleeping stand-in poller (roo
     const off = hist(s, '0:0', 'offcpu');
     const ovh = hist(s, '0:0', 'wake_ovh');
     const lat = hist(s, '0:0', 'wake_lat');
-    console.info(`sleeper: ${req.count} sleeps, requested mean ${(req.sumNs / req.count / 1000).toFixed(1)} µs, off-CPU mean ${(off.sumNs / off.count / 1000).toFixed(1)} µs, wake overhead mean ${(ovh.sumNs / ovh.count / 1000).toFixed(1)} µs, wake latency mean ${(lat.sumNs / lat.count / 1000).toFixed(1)} µs`);
+    console.info(`sleeper (${via}): ${req.count} sleeps, requested mean ${(req.sumNs / req.count / 1000).toFixed(1)} µs, off-CPU mean ${(off.sumNs / off.count / 1000).toFixed(1)} µs, wake overhead mean ${(ovh.sumNs / ovh.count / 1000).toFixed(1)} µs, wake latency mean ${(lat.sumNs / lat.count / 1000).toFixed(1)} µs`);
 
     // requested: the two sleep lengths (timer slack 1 ns), 500 each; a sleep can only come out
     // shorter by the time between Python computing its deadline and arming the timer
