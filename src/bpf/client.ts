@@ -18,6 +18,10 @@ export interface LoaderClientOptions {
   healthyAfterMs?: number;
   /** called before each spawn: a new run whose counts start from zero */
   onNewRun?: () => void;
+  /** stop retrying after this many consecutive runs that never got to their hello line */
+  giveUpAfter?: number;
+  /** called once when the client gives up; the state is then 'stopped' */
+  onGiveUp?: (why: string) => void;
 }
 
 export type LoaderState = 'starting' | 'running' | 'backoff' | 'stopped';
@@ -48,6 +52,7 @@ export class LoaderClient {
   private retryTimer?: NodeJS.Timeout;
   private handshakeTimer?: NodeJS.Timeout;
   private fatal?: string;
+  private failedStarts = 0;
   private protocolErrorsLogged = 0;
 
   constructor(private readonly o: LoaderClientOptions) {
@@ -144,6 +149,7 @@ export class LoaderClient {
         clearTimeout(this.handshakeTimer);
         this.hello = m;
         this.state = 'running';
+        this.failedStarts = 0;
         this.lastError = undefined;
         const attached = Object.entries(m.programs).filter(([, p]) => p.state === 'attached').map(([n]) => n);
         const failed = Object.entries(m.programs).filter(([, p]) => p.state === 'failed').map(([n, p]) => `${n} (${p.reason ?? '?'})`);
@@ -198,6 +204,7 @@ export class LoaderClient {
     this.child = undefined;
     clearTimeout(this.handshakeTimer);
     const why = this.fatal ?? this.lastError ?? `loader exited (${how ?? 'unknown'})`;
+    const neverStarted = this.state === 'starting';
     for (const p of this.pending.values()) {
       clearTimeout(p.timer);
       p.reject(new Error(`BPF loader exited: ${why}`));
@@ -206,6 +213,11 @@ export class LoaderClient {
     this.hello = undefined;
     if (this.state === 'stopped') return;
     this.lastError = why;
+    if (neverStarted && ++this.failedStarts >= (this.o.giveUpAfter ?? Infinity)) {
+      this.state = 'stopped';
+      this.o.onGiveUp?.(why);
+      return;
+    }
     if (Date.now() - this.startedAt >= (this.o.healthyAfterMs ?? 30_000)) this.delayMs = this.o.backoff?.initialMs ?? 250;
     const delay = this.delayMs;
     this.delayMs = Math.min(this.delayMs * 2, this.o.backoff?.maxMs ?? 30_000);

@@ -1,7 +1,7 @@
 // The BPF collector (BpfSource): decides per --bpf.enable whether to run the loader, keeps it
 // running, and turns each answer into a restart-adjusted BpfSnapshot.
-//   auto: runs when privileges, kernel BTF and the loader binary allow; otherwise one log line
-//         and a disabled status saying why.
+//   auto: runs when privileges, kernel BTF and the loader binary allow; otherwise, or when the
+//         loader fails to start three times in a row, one log line and a disabled status saying why.
 //   on:   the same checks, but a failure is an error (logged at error level, state failed).
 import { constants } from 'node:fs';
 import { access, readFile } from 'node:fs/promises';
@@ -81,6 +81,17 @@ export class BpfCollector implements BpfSource {
       ...(o.client?.handshakeTimeoutMs ? { handshakeTimeoutMs: o.client.handshakeTimeoutMs } : {}),
       ...(o.client?.backoff ? { backoff: o.client.backoff } : {}),
       onNewRun: () => c.acc.newRun(),
+      // auto: a loader that cannot even load here (lockdown, a kernel without usable BPF) is not
+      // retried forever; on: keep trying, the operator asked for BPF
+      ...(o.mode === 'auto'
+        ? {
+            giveUpAfter: 3,
+            onGiveUp: (why: string) => {
+              c.blocked = { state: 'disabled', reason: `the BPF loader cannot run here: ${why}` };
+              o.log.info('BPF collector disabled', { reason: c.blocked.reason });
+            },
+          }
+        : {}),
     });
     c.client.start();
     return c;

@@ -115,6 +115,21 @@ describe('BpfCollector', () => {
     }
   });
 
+  it('gives up in auto mode when the loader fails to start three times', async () => {
+    const col = await BpfCollector.create({
+      mode: 'auto',
+      loader: process.execPath,
+      extraArgs: [FAKE, 'fatal', join(dir, 'starts')],
+      timeoutMs: 1000,
+      log,
+      client: { backoff: { initialMs: 20, maxMs: 50 } },
+    });
+    await until(() => col.status().state === 'disabled');
+    expect(col.status()).toMatchObject({ mode: 'auto', reason: expect.stringMatching(/cannot run here: no kernel BTF/), loaderRestarts: 2 });
+    expect(logs.filter((l) => l.includes('msg="BPF collector disabled"'))).toHaveLength(1);
+    await col.stop();
+  });
+
   it('stays disabled with a reason when it cannot run (auto), or failed (on)', async () => {
     const auto = await BpfCollector.create({ mode: 'auto', loader: '/nonexistent/hybridpoll-bpf', timeoutMs: 1000, log });
     expect(auto.status()).toMatchObject({ state: 'disabled' });
