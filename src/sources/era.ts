@@ -2,6 +2,7 @@
 // Evidence order: BTF, then debugfs, then the release string as a hint only.
 import type { Era, EraDetection, KernelFeatures } from './types.js';
 import type { BtfIndex } from './btf.js';
+import { fail, ok, quote, type Parsed } from './result.js';
 
 /** Features that BTF can answer. */
 export function btfFeatures(btf: BtfIndex): Pick<KernelFeatures, 'iouringHybrid' | 'legacyHybrid' | 'hctxPollCounters'> {
@@ -10,6 +11,15 @@ export function btfFeatures(btf: BtfIndex): Pick<KernelFeatures, 'iouringHybrid'
     legacyHybrid: btf.structMembers('request_queue')?.has('poll_nsec') ?? false,
     hctxPollCounters: btf.structMembers('blk_mq_hw_ctx')?.has('poll_considered') ?? false,
   };
+}
+
+/**
+ * /proc/sys/kernel/osrelease: printable ASCII without spaces, at most 64 characters (the kernel's
+ * __NEW_UTS_LEN). It becomes a label value, so anything else is refused rather than exported.
+ */
+export function parseOsRelease(text: string): Parsed<string> {
+  const t = text.trim();
+  return /^[\x21-\x7e]{1,64}$/.test(t) ? ok(t) : fail(`not a kernel release string: ${quote(t)}`);
 }
 
 /** "6.18.44-fc-v782" → [6, 18]; undefined when not a kernel release. */

@@ -7,22 +7,20 @@ export const DEFAULT_MAX_BYTES = 64 * 1024;
 export class FileTooLargeError extends Error {}
 
 /**
- * Read a whole small file; refuse files larger than maxBytes. Kernel attributes are regular files:
- * anything else (a FIFO, device or symlink planted in a tree given with --path.*) is refused; O_NONBLOCK
- * keeps open() on a FIFO from blocking a libuv thread (and every later scrape) forever.
- * The buffer grows as data arrives, so a 6 MB BTF does not cost a 256 MB allocation.
+ * Read a whole small file; refuse files larger than maxBytes. O_NONBLOCK keeps open() on a FIFO
+ * planted in a tree given with --path.* from blocking a libuv thread (and every later scrape)
+ * forever; a device node is cut off at maxBytes like any file. O_NOFOLLOW: kernel attribute files
+ * are never symlinks, and one planted in a writable tree must not make the exporter (often root)
+ * quote another file in its errors. No fstat: it would add a fifth thread-pool round trip to every
+ * one of the ~14 files a device costs per scrape; the buffer grows instead (a 6 MB BTF takes a few
+ * doublings, once).
  */
 export async function readBounded(path: string, maxBytes = DEFAULT_MAX_BYTES): Promise<Buffer> {
-  // O_NOFOLLOW: kernel attribute files are never symlinks; one planted in a fixture or a writable
-  // --path.* tree must not make the exporter (often root) quote another file in its errors.
   const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | constants.O_NOFOLLOW).catch((e: unknown) => {
     throw errnoOf(e) === 'ELOOP' ? new Error('is a symbolic link: not followed') : e;
   });
   try {
-    const st = await fh.stat();
-    if (!st.isFile()) throw new Error('not a regular file');
-    // sysfs reports 4096 and debugfs 0 whatever the content: the size is only a first guess.
-    let buf = Buffer.allocUnsafe(Math.min(maxBytes + 1, Math.max(st.size + 1, 4096)));
+    let buf = Buffer.allocUnsafe(Math.min(maxBytes + 1, 4096));
     let n = 0;
     for (;;) {
       if (n === buf.length) {
@@ -70,16 +68,22 @@ export async function listDir(path: string): Promise<string[] | undefined> {
 }
 
 /**
- * Whether `path` resolves (symlinks followed) to `root` or below. sysfs block/<dev> entries are
- * symlinks into ../devices, so links are normal; one that leaves the tree is not read, or its
- * files' content would end up quoted in errors. A missing path counts as inside: reads report it.
+ * Whether `path` resolves (symlinks followed) to `realRoot` (already resolved, see realRoot) or
+ * below. sysfs block/<dev> entries are symlinks into ../devices, so links are normal; one that
+ * leaves the tree is not read, or its files' content would end up quoted in errors. A missing
+ * path counts as inside: the reads report it.
  */
-export async function resolvesWithin(root: string, path: string): Promise<boolean> {
+export async function resolvesWithin(realRootPath: string, path: string): Promise<boolean> {
   try {
-    const [r, p] = await Promise.all([realpath(root), realpath(path)]);
-    return p === r || p.startsWith(r.endsWith('/') ? r : `${r}/`);
+    const p = await realpath(path);
+    return p === realRootPath || p.startsWith(realRootPath.endsWith('/') ? realRootPath : `${realRootPath}/`);
   } catch (e) {
     if (isMissing(e)) return true;
     throw e;
   }
+}
+
+/** A tree root with symlinks resolved (itself when it cannot be resolved: its reads will fail). */
+export async function realRoot(root: string): Promise<string> {
+  return realpath(root).catch(() => root);
 }

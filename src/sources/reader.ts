@@ -2,9 +2,9 @@
 // parsing is delegated to the pure parsers beside this file.
 import { join } from 'node:path';
 import type { CollectorName, CollectorResult } from '../snapshot/types.js';
-import { btfFeatures, detectEra } from './era.js';
+import { btfFeatures, detectEra, parseOsRelease } from './era.js';
 import { parseBtf } from './btf.js';
-import { errnoOf, isMissing, listDir, messageOf, readBounded, readText, resolvesWithin } from './files.js';
+import { errnoOf, isMissing, listDir, messageOf, readBounded, readText, realRoot, resolvesWithin } from './files.js';
 import { parseHctxIoPoll, parseHctxType } from './hctx.js';
 import { parsePollStat } from './pollStat.js';
 import { parseDevNum, parseIntFile, parseIoPoll, parseIoPollDelay } from './queue.js';
@@ -65,10 +65,14 @@ async function readParsed<T>(path: string, parse: (t: string) => Parsed<T>, erro
 export class HostReader {
   private btfCache?: Pick<KernelFeatures, 'iouringHybrid' | 'legacyHybrid' | 'hctxPollCounters'> | { error: string } | 'absent';
 
+  private realRoots = { sysfs: '', debugfs: '' };
+
   constructor(private readonly opts: HostReaderOptions) {}
 
   async read(): Promise<{ host: HostReading; collectors: CollectorResult[] }> {
     const { sysfs, debugfs, procfs } = this.opts.paths;
+    // Resolved once per read (the engine never runs two at once), for the per-device containment check.
+    this.realRoots = { sysfs: await realRoot(sysfs), debugfs: await realRoot(debugfs) };
     const collectors: CollectorResult[] = [];
     const timed = async <T>(name: CollectorName, fn: () => Promise<{ value: T; error?: string }>): Promise<T> => {
       const t0 = performance.now();
@@ -135,7 +139,7 @@ export class HostReader {
     if (this.opts.collectors.era) {
       era = await timed('era', async () => {
         const relErrors: Errors = [];
-        const release = await readParsed(join(procfs, 'sys/kernel/osrelease'), (t) => ({ ok: true, value: t.trim() }), relErrors);
+        const release = await readParsed(join(procfs, 'sys/kernel/osrelease'), parseOsRelease, relErrors);
         if (release) features.release = release;
         const btf = await this.btfFeatures();
         if (typeof btf === 'object' && !('error' in btf)) Object.assign(features, btf);
@@ -152,7 +156,7 @@ export class HostReader {
 
   private async readSysfsDevice(d: DeviceReading): Promise<void> {
     const dir = join(this.opts.paths.sysfs, 'block', d.device);
-    if (!(await contained(this.opts.paths.sysfs, dir, d))) return;
+    if (!(await contained(this.realRoots.sysfs, dir, d))) return;
     const [devNum, ioPoll, ioPollDelay] = await Promise.all([
       readParsed(join(dir, 'dev'), parseDevNum, d.errors),
       readParsed(join(dir, 'queue/io_poll'), parseIoPoll, d.errors),
@@ -165,7 +169,7 @@ export class HostReader {
 
   private async readDebugfsDevice(d: DeviceReading): Promise<void> {
     const dir = join(this.opts.paths.debugfs, 'block', d.device);
-    if (!(await contained(this.opts.paths.debugfs, dir, d))) return;
+    if (!(await contained(this.realRoots.debugfs, dir, d))) return;
     let entries: string[];
     try {
       entries = (await listDir(dir)) ?? [];
@@ -206,9 +210,9 @@ export class HostReader {
 }
 
 /** A device directory that resolves outside its tree is not read (see resolvesWithin). */
-async function contained(root: string, dir: string, d: DeviceReading): Promise<boolean> {
-  const inside = await resolvesWithin(root, dir).catch(() => true); // unreadable: the reads will say so
-  if (!inside) d.errors.push({ file: dir, message: `resolves outside ${root}: not read` });
+async function contained(realRootPath: string, dir: string, d: DeviceReading): Promise<boolean> {
+  const inside = await resolvesWithin(realRootPath, dir).catch(() => true); // unreadable: the reads will say so
+  if (!inside) d.errors.push({ file: dir, message: `resolves outside ${realRootPath}: not read` });
   return inside;
 }
 
