@@ -8,8 +8,14 @@ export const PROTOCOL_VERSION = 1;
 /** Longest line accepted from the loader: a snapshot of hundreds of device series fits easily. */
 export const MAX_LINE_BYTES = 16 * 1024 * 1024;
 
+/** Messages quote untrusted loader output (keys, values); bounded, since they end up in the log. */
+const MAX_ERROR_CHARS = 300;
+
 export class ProtocolError extends Error {
   override name = 'ProtocolError';
+  constructor(message: string) {
+    super(message.length > MAX_ERROR_CHARS ? `${message.slice(0, MAX_ERROR_CHARS)}…` : message);
+  }
 }
 
 export interface LoaderProgram {

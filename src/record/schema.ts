@@ -68,15 +68,23 @@ const host = object<HostReading>({
   devices: array(device),
 });
 
-// No check that the buckets add up to `count`: the loader reads per-CPU slots while other CPUs
-// update them, so a live frame may be off by a few events.
-const bucketHist = object<BucketHist>({
+// The buckets must add up to `count`, as the loader protocol already demands (its count is
+// derived from the buckets) and as the exposition requires (+Inf bucket = _count): a frame that
+// breaks it used to pass here and then fail every scrape of the replay with a 500
+// (found by test/hardening/fuzzLoaderRecording.test.ts).
+const bucketHistFields = object<BucketHist>({
   buckets: array(tuple2(int(0, NB - 1), count)),
   count,
   sumNs: count,
   aux0: count,
   aux1: count,
 });
+const bucketHist: Check<BucketHist> = (v, path) => {
+  const h = bucketHistFields(v, path);
+  const total = h.buckets.reduce((a, [, c]) => a + c, 0);
+  if (total !== h.count) throw new CheckError(`${path}.count`, `${h.count} is not the sum of the buckets (${total})`);
+  return h;
+};
 
 const deviceSeries = object<BpfDeviceSeries>({
   dev: str,
