@@ -73,7 +73,7 @@ async function fio(dev, qd, seconds) {
 
 /** spawns a process whose first stdout line says it is ready */
 async function spawnReady(cmd, argv, isReady) {
-  const p = spawn(cmd, argv, { stdio: ['pipe', 'pipe', 'inherit'] });
+  const p = track(spawn(cmd, argv, { stdio: ['pipe', 'pipe', 'inherit'] }));
   const lines = createInterface({ input: p.stdout });
   await new Promise((ok, fail) => {
     lines.on('line', (l) => isReady(l) && ok());
@@ -82,16 +82,35 @@ async function spawnReady(cmd, argv, isReady) {
   return p;
 }
 
-const stop = (p) => new Promise((done) => {
+/** ends a child by PID with `signal` (bpftrace wants SIGINT), SIGKILL after 5 s */
+const stop = (p, signal = 'SIGTERM') => new Promise((done) => {
   if (p.exitCode !== null || p.signalCode !== null) return done();
-  p.once('exit', done);
-  p.kill('SIGTERM');
+  const killer = setTimeout(() => p.kill('SIGKILL'), 5000);
+  p.once('exit', () => {
+    clearTimeout(killer);
+    done();
+  });
+  p.kill(signal);
 });
+
+// undo the machine changes (children, sysctl, loop device) also when the bench is interrupted
+const cleanups = [];
+const children = new Set();
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.once(sig, () => {
+    for (const p of children) p.kill(p.stopSignal ?? 'SIGTERM');
+    for (const c of cleanups.reverse()) try { c(); } catch { /* best effort */ }
+    process.exit(130);
+  });
+}
+const track = (p) => (children.add(p), p.once('exit', () => children.delete(p)), p);
 
 const progs = () => JSON.parse(execFileSync('bpftool', ['prog', 'show', '-j'], { encoding: 'utf8' }));
 
 async function costRun(dev) {
   const old = readFileSync('/proc/sys/kernel/bpf_stats_enabled', 'utf8').trim();
+  const restore = () => execFileSync('sysctl', ['-q', `kernel.bpf_stats_enabled=${old}`]);
+  cleanups.push(restore);
   execFileSync('sysctl', ['-q', 'kernel.bpf_stats_enabled=1']);
   const started = [];
   try {
@@ -99,7 +118,8 @@ async function costRun(dev) {
     started.push(await spawnReady(resolve(BUILD, 'floor/floor'), [], (l) => l === 'ready'));
     const beforeBt = new Set(progs().map((p) => p.id));
     if (WITH_BPFTRACE && (await has('bpftrace'))) {
-      const bt = spawn('bpftrace', [resolve(HERE, 'equivalent.bt')], { stdio: ['ignore', 'ignore', 'ignore'] });
+      const bt = track(spawn('bpftrace', [resolve(HERE, 'equivalent.bt')], { stdio: ['ignore', 'ignore', 'ignore'] }));
+      bt.stopSignal = 'SIGINT';
       started.push(bt);
       for (let i = 0; i < 100 && progs().filter((p) => !beforeBt.has(p.id)).length < 2; i++) await sleep(100);
     }
@@ -116,13 +136,13 @@ async function costRun(dev) {
     }
     return { fio: r, rows };
   } finally {
-    for (const p of started.reverse()) await stop(p);
-    execFileSync('sysctl', ['-q', `kernel.bpf_stats_enabled=${old}`]);
+    for (const p of started.reverse()) await stop(p, p.stopSignal);
+    restore();
   }
 }
 
 async function withExporter(fn) {
-  const p = spawn(process.execPath, [resolve(ROOT, 'dist/cli.js'), 'serve', `--web.listen-address=127.0.0.1:${PORT}`, '--bpf.enable=on'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const p = track(spawn(process.execPath, [resolve(ROOT, 'dist/cli.js'), 'serve', `--web.listen-address=127.0.0.1:${PORT}`, '--bpf.enable=on'], { stdio: ['ignore', 'ignore', 'pipe'] }));
   let logs = '';
   p.stderr.on('data', (d) => (logs += d));
   try {
@@ -158,6 +178,7 @@ async function pairs(dev, qd) {
 
 await preflight();
 const loop = loopDevice();
+cleanups.push(loop.detach);
 log(`loop device ${loop.path} (${basename(loop.path)}), ${SECONDS} s runs, ${PAIRS} pairs`);
 try {
   const cost = await costRun(loop.path);
