@@ -44,6 +44,7 @@ export async function bpfSourceOf(o: HostOptions, log: Logger): Promise<BpfSourc
     ...(o.bpf.loader ? { loader: o.bpf.loader } : {}),
     timeoutMs: o.bpf.timeoutMs,
     forceTracepoint: o.bpf.forceTracepoint,
+    paths: { sysfs: o.paths.sysfs },
     log,
   });
 }
@@ -69,7 +70,7 @@ export function serveCommand(): Command {
     const engine = new SnapshotEngine(liveReader(hostReaderOf(o), bpf, log, o.collectors.bpf), model, log);
     const app = createApp({ engine, log, processMetrics: processRegistry(), metricsPath: raw['web.telemetryPath'] as string, bpf: { keepEvery: o.bpf.bucketsKeepEvery } });
     const addr = raw['web.listenAddress'] as ListenAddress;
-    const server = listenWeb(app, { ...addr, ...(webConfigFile !== undefined ? { configFile: webConfigFile } : {}) }, log);
+    const server = listenWeb(app, { ...addr, metricsPath: raw['web.telemetryPath'] as string, ...(webConfigFile !== undefined ? { configFile: webConfigFile } : {}) }, log);
     server.on('listening', () => {
       const a = server.address();
       const where = typeof a === 'object' && a ? `${a.address}:${a.port}` : String(a);

@@ -199,8 +199,12 @@ export class BasicAuth {
   }
 }
 
-/** Wraps the app: config refresh, rate limit, headers, then basic auth, on every request. */
-function guard(source: WebConfigSource, app: RequestListener): RequestListener {
+/**
+ * Wraps the app: config refresh, rate limit, headers, then basic auth, on every request.
+ * `openHealthz`: /healthz says only "ok" and is exempt from basic auth (unlike exporter-toolkit),
+ * so kubelet probes work without credentials in the manifest; TLS and the rate limit still apply.
+ */
+function guard(source: WebConfigSource, app: RequestListener, openHealthz: boolean): RequestListener {
   const auth = new BasicAuth();
   let limiter: TokenBucket | undefined;
   return (req: IncomingMessage, res: ServerResponse) => {
@@ -219,7 +223,7 @@ function guard(source: WebConfigSource, app: RequestListener): RequestListener {
       }
     } else limiter = undefined;
     for (const [k, v] of Object.entries(c.headers)) res.setHeader(k, v);
-    if (c.users.size === 0) {
+    if (c.users.size === 0 || (openHealthz && req.method === 'GET' && req.url?.split('?')[0] === '/healthz')) {
       app(req, res);
       return;
     }
@@ -280,6 +284,8 @@ export interface ListenOptions {
   port: number;
   /** --web.config.file; undefined: plain HTTP with no auth */
   configFile?: string;
+  /** --web.telemetry-path: /healthz stays open to probes only if metrics are not served there */
+  metricsPath?: string;
 }
 
 /**
@@ -292,7 +298,8 @@ export function listenWeb(app: RequestListener, o: ListenOptions, log: Logger): 
     server = createHttpServer(app);
   } else {
     const source = new WebConfigSource(o.configFile, log);
-    const handler = guard(source, app);
+    // Express matches routes case-insensitively: compare the same way.
+    const handler = guard(source, app, (o.metricsPath ?? '/metrics').toLowerCase().replace(/\/+$/, '') !== '/healthz');
     const secure = source.current?.secure;
     if (secure) {
       const https = createHttpsServer({ ...secure }, handler);

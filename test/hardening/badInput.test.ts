@@ -19,7 +19,7 @@ import { parsePollStat } from '../../src/sources/pollStat.js';
 import { parseDevNum, parseIoPoll, parseIoPollDelay } from '../../src/sources/queue.js';
 import { HostReader } from '../../src/sources/reader.js';
 import { textInput } from './helpers/mutate.js';
-import { fdCount, leaks, TMP_PREFIX, parseProm, rssBytes, sample, scrape, startExporter, systemState, type Exporter, type SystemState } from './helpers/proc.js';
+import { fdCount, leaks, TMP_PREFIX, parseProm, rssBytes, sample, scrape, startExporter, systemState, type Exporter, type SystemState, waitForLog } from './helpers/proc.js';
 import { makeTree, pollStatText, writeDevice, type Tree } from './helpers/tree.js';
 
 /** A sysfs/debugfs file the reader reads, the parser that judges it, and valid contents to mutate. */
@@ -143,8 +143,8 @@ describe('exporter process against hostile trees', () => {
     expect(sample(first.samples, 'hybridpoll_kernel_era_info', { era: 'blkmq_hybrid_dead' })).toBe(1);
     // One line per collector: the first problem and how many more (dev and io_poll_delay too large,
     // the FIFO read as empty at once, in whatever order the reads finished).
-    expect(exp.logs()).toMatch(/msg="collector failed" collector=sysfs err=".*big0\/.*(larger than 65536 bytes|expected an integer).*\(\+2 more\)/);
-    expect(exp.logs()).toMatch(/msg="collector failed" collector=debugfs err=".*big0\/poll_stat: larger than 65536 bytes/);
+    await waitForLog(exp, /msg="collector failed" collector=sysfs err=".*big0\/.*(larger than 65536 bytes|expected an integer).*\(\+2 more\)/);
+    await waitForLog(exp, /msg="collector failed" collector=debugfs err=".*big0\/poll_stat: larger than 65536 bytes/);
     const html = await (await fetch(`${exp.url}/`)).text();
     expect(html).toContain('big0/poll_stat: larger than 65536 bytes');
     // Scrapes keep working (the FIFO did not wedge the thread pool) and nothing accumulates.

@@ -11,8 +11,7 @@ import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   alive, fdCount, fdTargets, heldBpfProgs, leaks, loadedBpfProgs, ROOT, rssBytes, sample, scrape, startExporter, systemState,
-  TMP_PREFIX, type Exporter, type PromSample, type SystemState,
-} from './helpers/proc.js';
+  TMP_PREFIX, type Exporter, type PromSample, type SystemState, waitForLog } from './helpers/proc.js';
 import { makeTree, type Tree } from './helpers/tree.js';
 
 const FAKE = resolve(import.meta.dirname, 'fixtures/fake-loader.mjs');
@@ -90,7 +89,7 @@ describe.skipIf(!IS_ROOT)('BPF loader faults (fake loader; the collector needs r
     hostIntact(after);
     expect(alive(first!)).toBe(false);
     expect(pidsIn(f.pidfile)).toHaveLength(2);
-    expect(exp.logs()).toMatch(/msg="bpf loader stopped; restarting" why="loader exited \(SIGKILL\)"/);
+    await waitForLog(exp, /msg="bpf loader stopped; restarting" why="loader exited \(SIGKILL\)"/);
     expect(fdCount(exp.pid), fdTargets(exp.pid).join('\n')).toBeLessThanOrEqual(fds + 2);
   });
 
@@ -109,7 +108,7 @@ describe.skipIf(!IS_ROOT)('BPF loader faults (fake loader; the collector needs r
     const after = await until(exp, 'replacement', (s) => restarts(s) >= 1 && bpfUp(s) === 1);
     hostIntact(after);
     expect(alive(first!)).toBe(false); // SIGKILL reaches a stopped process
-    expect(exp.logs()).toMatch(/msg="bpf loader hung; killing it"/);
+    await waitForLog(exp, /msg="bpf loader hung; killing it"/);
   });
 
   it('loader exiting at start: /metrics stays 200 with bpf_up 0, restarts back off, no process piles up', async () => {
@@ -120,7 +119,7 @@ describe.skipIf(!IS_ROOT)('BPF loader faults (fake loader; the collector needs r
     expect(bpfUp(s)).toBe(0);
     expect(success(s, 'bpf')).toBe(0);
     expect(sample(s, 'hybridpoll_bpf_status_info', { state: 'starting' }) ?? sample(s, 'hybridpoll_bpf_status_info', { state: 'failed' })).toBe(1);
-    expect(exp.logs()).toMatch(/fake loader: failing at start on purpose/);
+    await waitForLog(exp, /fake loader: failing at start on purpose/);
     // Backoff: not a restart storm (250 ms doubling: ≤ 8 starts in the first 20 s).
     expect(pidsIn(f.pidfile).length).toBeLessThanOrEqual(10);
     expect(exp.children().filter(alive).length).toBeLessThanOrEqual(1);
@@ -152,7 +151,7 @@ describe.skipIf(!IS_ROOT)('BPF loader faults (fake loader; the collector needs r
     expect(success(m.samples, 'bpf')).toBe(0);
     hostIntact(m.samples);
     await sleep(300);
-    expect(exp.logs()).toMatch(/bpf loader protocol error.*not JSON/);
+    await waitForLog(exp, /bpf loader protocol error.*not JSON/);
   });
 
   it('a never-ending line from the loader is dropped, not buffered: memory stays bounded', async () => {
@@ -238,7 +237,7 @@ describe('debugfs missing', () => {
     expect(success(m.samples, 'sysfs')).toBe(1);
     expect(sample(m.samples, 'hybridpoll_device_info', { device: 'nvme0n1' })).toBe(1);
     expect(sample(m.samples, 'hybridpoll_device_hw_queues', { device: 'nvme0n1', type: 'poll' })).toBeUndefined();
-    expect(exp.logs()).toMatch(/msg="collector failed" collector=debugfs err=".*debugfs not mounted/);
+    await waitForLog(exp, /msg="collector failed" collector=debugfs err=".*debugfs not mounted/);
   });
 });
 

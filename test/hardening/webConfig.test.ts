@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseWebConfig } from '../../src/http/webConfig.js';
 import { HAVE_OPENSSL, makeCa, makeLeaf } from './helpers/certs.js';
-import { leaks, ROOT, runExporter, startExporter, systemState, type Exporter, type SystemState } from './helpers/proc.js';
+import { leaks, ROOT, runExporter, startExporter, systemState, type Exporter, type SystemState, waitForLog } from './helpers/proc.js';
 
 const HASH = bcrypt.hashSync('secret', 10);
 const FIXTURE = ['v6.1'].flatMap((f) => {
@@ -233,7 +233,7 @@ describe.skipIf(!HAVE_OPENSSL)('exporter with --web.config.file', () => {
   it('serves HTTPS with bcrypt basic auth: 401 without or with wrong credentials, 200 with the right ones', async () => {
     const cfg = writeConfig('auth.yml', `${tlsBlock}http_server_config:\n  headers:\n    X-Frame-Options: deny\n    X-Content-Type-Options: nosniff\nbasic_auth_users:\n  alice: '${HASH}'\n`);
     exp = await startExporter([...FIXTURE, `--web.config.file=${cfg}`], { scheme: 'https' });
-    expect(exp.logs()).toMatch(/msg="TLS is enabled".*basic_auth=true/);
+    await waitForLog(exp, /msg="TLS is enabled".*basic_auth=true/);
     const url = `${exp.url}/metrics`;
     const none = await get(url, { ca: ca.crt });
     expect(none.status).toBe(401);
@@ -245,11 +245,20 @@ describe.skipIf(!HAVE_OPENSSL)('exporter with --web.config.file', () => {
     expect(good.status).toBe(200);
     expect(good.headers['x-frame-options']).toBe('deny');
     expect(good.headers['x-content-type-options']).toBe('nosniff');
-    // Every path is protected, as in exporter-toolkit.
+    // Every path is protected, as in exporter-toolkit, except /healthz (kubelet probes carry no
+    // credentials; it answers "ok" and nothing else).
     expect((await get(`${exp.url}/`, { ca: ca.crt })).status).toBe(401);
-    expect((await get(`${exp.url}/healthz`, { ca: ca.crt })).status).toBe(401);
+    expect((await get(`${exp.url}/metrics?x=/healthz`, { ca: ca.crt })).status).toBe(401);
+    expect((await get(`${exp.url}/healthz`, { ca: ca.crt })).status).toBe(200);
     // Plain HTTP to the TLS port gets no metrics.
     await expect(fetch(`http://127.0.0.1:${exp.port}/metrics`).then((r) => r.status)).rejects.toThrow();
+  });
+
+  it('keeps /healthz closed when metrics are served there (--web.telemetry-path=/healthz)', async () => {
+    const cfg = writeConfig('hz.yml', `basic_auth_users:\n  alice: '${HASH}'\n`);
+    exp = await startExporter([...FIXTURE, `--web.config.file=${cfg}`, '--web.telemetry-path=/healthz']);
+    expect((await fetch(`${exp.url}/healthz`)).status).toBe(401);
+    expect((await fetch(`${exp.url}/HEALTHZ`)).status).toBe(401);
   });
 
   it.skipIf(!existsSync('/usr/bin/curl'))('works with curl --cacert and refuses a client that does not trust the CA', async () => {
@@ -278,7 +287,7 @@ describe.skipIf(!HAVE_OPENSSL)('exporter with --web.config.file', () => {
     const second = await get(`${exp.url}/metrics`, { ca: ca.crt });
     expect(second.status).toBe(200);
     expect(second.fingerprint).toBe(fingerprintOf(join(dir, 'serverB.crt')));
-    expect(exp.logs()).toMatch(/msg="web config reloaded"/);
+    await waitForLog(exp, /msg="web config reloaded"/);
   });
 
   it('requires a client certificate from the CA with an allowed SAN (RequireAndVerifyClientCert)', async () => {
@@ -304,7 +313,7 @@ describe.skipIf(!HAVE_OPENSSL)('exporter with --web.config.file', () => {
     expect((await fetch(`${exp.url}/metrics`, { headers: auth })).status).toBe(200);
     writeFileSync(cfg, 'basic_auth_users:\n  alice: hunter2\n');
     expect((await fetch(`${exp.url}/metrics`, { headers: auth })).status).toBe(500);
-    expect(exp.logs()).toMatch(/level=error msg="web config reload failed.*not a bcrypt hash/);
+    await waitForLog(exp, /level=error msg="web config reload failed.*not a bcrypt hash/);
     writeFileSync(cfg, good + '# fixed\n');
     expect((await fetch(`${exp.url}/metrics`, { headers: auth })).status).toBe(200);
   });

@@ -166,6 +166,16 @@ export async function startExporter(args: string[], o: StartOptions = {}): Promi
   };
 }
 
+/** Wait until the exporter's log matches (stderr arrives through a pipe, after the HTTP answer). */
+export async function waitForLog(exp: Exporter, re: RegExp, timeoutMs = 5000): Promise<string> {
+  const end = Date.now() + timeoutMs;
+  while (!re.test(exp.logs())) {
+    if (Date.now() > end) throw new Error(`log never matched ${re}:\n${exp.logs()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return exp.logs();
+}
+
 /** Run the exporter to completion (for startup errors): exit code and stderr. */
 export function runExporter(args: string[], timeoutMs = 15_000): { status: number | null; stderr: string } {
   const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: timeoutMs });
