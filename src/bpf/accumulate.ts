@@ -1,7 +1,8 @@
 // Keeps everything the BPF collector reports monotonic although the loader's maps start from zero
 // when it is restarted (crash, hang, SIGKILL): reported = what earlier runs counted + this run.
 // Within a run, a value that goes down (a map entry recreated) is absorbed the same way.
-// Pure state machine over plain data; the client calls newRun() whenever it spawns a new loader.
+// Pure state machine over plain data; the client calls newRun() whenever it spawns a new loader,
+// the collector forget() for devices that are gone (else their series would stay forever).
 import { NB } from '../model/buckets.js';
 import type { BpfProgramStatus, BpfRing, BpfSnapshot, BucketHist, HistKind } from './types.js';
 
@@ -33,6 +34,19 @@ export class RestartAccumulator {
       t.last = 0;
     }
     for (const h of this.hists.values()) fold(h);
+  }
+
+  /** Every device with accumulated totals ("major:minor"). */
+  devices(): string[] {
+    const devs = new Set(this.knownDevs('d'));
+    for (const key of this.hists.keys()) devs.add(key.split('/')[0]!);
+    return [...devs];
+  }
+
+  /** Drops a device that no longer exists: its series end instead of lingering forever. */
+  forget(dev: string): void {
+    for (const key of [...this.counters.keys()]) if (key.startsWith(`d:${dev}:`)) this.counters.delete(key);
+    for (const key of [...this.hists.keys()]) if (key.startsWith(`${dev}/`)) this.hists.delete(key);
   }
 
   /** The restart-adjusted snapshot for a raw one of the current run. */

@@ -27,8 +27,8 @@ export interface BpfCollectorOptions {
   log: Logger;
   /** overrides for tests */
   client?: { handshakeTimeoutMs?: number; backoff?: { initialMs: number; maxMs: number } };
-  /** where to look for privileges and BTF (tests) */
-  paths?: { procStatus?: string; btf?: string };
+  /** where to look for privileges and BTF (tests), and the sysfs root (--path.sysfs) */
+  paths?: { procStatus?: string; btf?: string; sysfs?: string };
 }
 
 const CAP_SYS_ADMIN = 21;
@@ -75,7 +75,7 @@ export class BpfCollector implements BpfSource {
     const ringKey = [...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, '0')).join('');
     c.client = new LoaderClient({
       file: loader,
-      args: [...(o.extraArgs ?? []), ...(o.forceTracepoint ? ['--force-tracepoint'] : []), '--ring-key', ringKey],
+      args: [...(o.extraArgs ?? []), ...(o.forceTracepoint ? ['--force-tracepoint'] : []), '--ring-key', ringKey, '--sysfs', o.paths?.sysfs ?? '/sys'],
       timeoutMs: o.timeoutMs,
       log: o.log,
       ...(o.client?.handshakeTimeoutMs ? { handshakeTimeoutMs: o.client.handshakeTimeoutMs } : {}),
@@ -115,7 +115,15 @@ export class BpfCollector implements BpfSource {
     if (!this.client || this.client.state !== 'running') return undefined;
     const { hello, snap } = await this.client.request();
     if (snap.unknownKinds.length) this.o.log.debug('bpf loader sent unknown histogram kinds', { kinds: snap.unknownKinds.join(',') });
-    return this.acc.apply(toBpfSnapshot(hello, snap));
+    const raw = toBpfSnapshot(hello, snap);
+    // A device the loader no longer reports (it prunes devices gone from sysfs) and that sysfs does
+    // not know is gone: forget it. One absent after a restart but still in sysfs is only idle.
+    const reported = new Set([...raw.devices.map((d) => d.dev), ...Object.keys(raw.deviceCounters)]);
+    const sysfs = this.o.paths?.sysfs ?? '/sys';
+    for (const dev of this.acc.devices()) {
+      if (!reported.has(dev) && (await access(`${sysfs}/dev/block/${dev}`).then(() => false, () => true))) this.acc.forget(dev);
+    }
+    return this.acc.apply(raw);
   }
 
   async stop(): Promise<void> {

@@ -92,9 +92,10 @@ static struct {
 	__u32 test_tgid;
 	__u32 calib_pct;
 	const char *exclude;
+	const char *sysfs;
 	__u64 ring_key[2];
 	int verbose;
-} opt = { .calib_pct = 200 };
+} opt = { .calib_pct = 200, .sysfs = "/sys" };
 
 static volatile sig_atomic_t stop;
 static void on_signal(int s) { (void)s; stop = 1; }
@@ -688,8 +689,122 @@ static void dump_progs(struct hpoll *skel)
 	printf("}");
 }
 
+/* ------------------------------------------------------------------ gone devices */
+
+/* A device whose sysfs entry is gone (loop detached, disk unplugged). Only decided when
+ * <sysfs>/dev/block exists at all; 0:0 is the test-mode stand-in. */
+static bool dev_gone(__u32 dev)
+{
+	char p[512];
+
+	if (!dev)
+		return false;
+	snprintf(p, sizeof(p), "%s/dev/block/%u:%u", opt.sysfs, dev >> 20, dev & 0xfffff);
+	return access(p, F_OK) != 0 && errno == ENOENT;
+}
+
+#define MAX_GONE 64
+
+/* the devices of the maps, each checked once, and the gone ones among them */
+struct devset {
+	__u32 seen[MAX_GONE * 4], gone[MAX_GONE];
+	int nseen, ngone;
+};
+
+static void consider(struct devset *d, __u32 dev)
+{
+	for (int i = 0; i < d->nseen; i++)
+		if (d->seen[i] == dev)
+			return;
+	if (d->nseen == MAX_GONE * 4)
+		return;
+	d->seen[d->nseen++] = dev;
+	if (d->ngone < MAX_GONE && dev_gone(dev))
+		d->gone[d->ngone++] = dev;
+}
+
+static bool is_gone(const struct devset *d, __u32 dev)
+{
+	for (int g = 0; g < d->ngone; g++)
+		if (dev && d->gone[g] == dev)
+			return true;
+	return false;
+}
+
+/* Deletes the map entries of devices that no longer exist, so that their series end: the kernel
+ * side would keep every device it ever saw otherwise. */
+static void prune_gone(struct hpoll *skel)
+{
+	int hfd = bpf_map__fd(skel->maps.hists), cfd = bpf_map__fd(skel->maps.dev_ctrs);
+	int kfd = bpf_map__fd(skel->maps.calib), sfd = bpf_map__fd(skel->maps.rq_slots);
+	size_t ssz = (sizeof(struct rq_slot) + 7) & ~7UL;
+	struct hist_key hk, *hprev = NULL, del[HK_MAX * MAX_GONE];
+	struct devset d = { .nseen = 0 };
+	__u32 key32, *prev32;
+	int ndel = 0;
+	char root[512];
+	void *vals;
+
+	snprintf(root, sizeof(root), "%s/dev/block", opt.sysfs);
+	if (access(root, F_OK))
+		return;
+	while (bpf_map_get_next_key(hfd, hprev, &hk) == 0) {
+		hprev = &hk;
+		consider(&d, hk.dev);
+	}
+	for (int m = 0; m < 2; m++) {
+		int fd = m ? kfd : cfd;
+
+		prev32 = NULL;
+		while (bpf_map_get_next_key(fd, prev32, &key32) == 0) {
+			prev32 = &key32;
+			consider(&d, key32);
+		}
+	}
+	vals = calloc(ncpu, ssz);
+	for (__u32 k = 0; vals && k < HP_RQ_SLOTS; k++)
+		if (!bpf_map_lookup_elem(sfd, &k, vals))
+			for (int c = 0; c < ncpu; c++)
+				consider(&d, ((struct rq_slot *)((char *)vals + c * ssz))->dev);
+	if (!d.ngone) {
+		free(vals);
+		return;
+	}
+	hprev = NULL;
+	while (bpf_map_get_next_key(hfd, hprev, &hk) == 0) {
+		hprev = &hk;
+		if (is_gone(&d, hk.dev) && ndel < HK_MAX * MAX_GONE)
+			del[ndel++] = hk;
+	}
+	for (int i = 0; i < ndel; i++)
+		bpf_map_delete_elem(hfd, &del[i]);
+	for (int g = 0; g < d.ngone; g++) {
+		bpf_map_delete_elem(cfd, &d.gone[g]);
+		bpf_map_delete_elem(kfd, &d.gone[g]);
+	}
+	/* a slot index holds different devices on different CPUs: free only the gone device's copies */
+	for (__u32 k = 0; vals && k < HP_RQ_SLOTS; k++) {
+		bool changed = false;
+
+		if (bpf_map_lookup_elem(sfd, &k, vals))
+			continue;
+		for (int c = 0; c < ncpu; c++) {
+			struct rq_slot *sl = (struct rq_slot *)((char *)vals + c * ssz);
+
+			if (is_gone(&d, sl->dev)) {
+				memset(sl, 0, sizeof(*sl));
+				changed = true;
+			}
+		}
+		if (changed)
+			bpf_map_update_elem(sfd, &k, vals, BPF_ANY);
+	}
+	free(vals);
+}
+
 static void dump(struct hpoll *skel, const char *id)
 {
+	prune_gone(skel);
 	printf("{\"type\":\"snap\",\"id\":");
 	json_str(id);
 	printf(",\"t\":%llu,", now_ns());
@@ -813,6 +928,7 @@ static void usage(FILE *f)
 		"  --calib-pct N          found_slept threshold: N%% of the shortest found time (default 200)\n"
 		"  --test-sleeper-tgid P  test mode: timed sleeps of process P count as hybrid sleeps (device 0:0)\n"
 		"  --ring-key HEX32       key for ring ids (default: random per run)\n"
+		"  --sysfs DIR            sysfs root, to drop devices that are gone (default /sys)\n"
 		"  -v, --verbose          libbpf messages on stderr (twice: debug)\n"
 		"  --version, --help\n"
 		"Protocol on stdin/stdout: see src/bpf/README.md.\n");
@@ -827,6 +943,7 @@ static void parse_args(int argc, char **argv)
 		{ "calib-pct", required_argument, 0, 'c' },
 		{ "test-sleeper-tgid", required_argument, 0, 'T' },
 		{ "ring-key", required_argument, 0, 'k' },
+		{ "sysfs", required_argument, 0, 's' },
 		{ "verbose", no_argument, 0, 'v' },
 		{ "version", no_argument, 0, 'V' },
 		{ "help", no_argument, 0, 'h' },
@@ -857,6 +974,7 @@ static void parse_args(int argc, char **argv)
 							   (unsigned long long *)&opt.ring_key[1]) != 2)
 				fatal("--ring-key must be 32 hex digits");
 			break;
+		case 's': opt.sysfs = optarg; break;
 		case 'v': opt.verbose++; break;
 		case 'V': printf("hybridpoll-bpf %s\n", HP_VERSION); exit(0);
 		case 'h': usage(stdout); exit(0);

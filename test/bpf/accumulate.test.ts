@@ -70,6 +70,24 @@ describe('RestartAccumulator', () => {
     expect(a.apply(raw({ rings: [ring('b', 1)] })).rings[0]!.sleeps).toBe(1); // b's history was dropped
   });
 
+  it('forgets a device on request, and only that one', () => {
+    const a = new RestartAccumulator();
+    a.newRun();
+    const two = (ios: number): BpfSnapshot => ({
+      ...raw({ lat: [[5, ios]], ios }),
+      devices: [{ dev: '259:0', hists: { rq_lat: hist([[5, ios]]) } }, { dev: '7:1', hists: { rq_lat: hist([[6, ios]]) } }],
+      deviceCounters: { '259:0': { polled_ios: ios }, '7:1': { polled_ios: ios } },
+    });
+    a.apply(two(3));
+    expect(a.devices().sort()).toEqual(['259:0', '7:1']);
+    a.forget('7:1');
+    expect(a.devices()).toEqual(['259:0']);
+    const s = a.apply(raw({ lat: [[5, 4]], ios: 4 }));
+    expect(s.devices.map((d) => d.dev)).toEqual(['259:0']);
+    expect(Object.keys(s.deviceCounters)).toEqual(['259:0']);
+    expect(s.deviceCounters['259:0']!['polled_ios']).toBe(4);
+  });
+
   it('never lets any reported counter or bucket go down, whatever the runs do', () => {
     // a run = a sequence of growing raw readings; between runs the loader restarts from zero
     const run = fc.array(fc.tuple(fc.nat(50), fc.nat(50), fc.nat(5)), { minLength: 1, maxLength: 6 });

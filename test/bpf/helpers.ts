@@ -59,6 +59,33 @@ export function loopDevice(sizeMiB = 128): LoopDevice {
   };
 }
 
+/**
+ * A loop device that disappears entirely when detached (sysfs entry and node removed with
+ * LOOP_CTL_REMOVE through python3), unlike loop0..7, which stay in sysfs once created.
+ */
+export function removableLoopDevice(sizeMiB = 16): LoopDevice {
+  const dir = mkdtempSync(join(tmpdir(), 'hp-loop-'));
+  const file = join(dir, 'backing.img');
+  execFileSync('dd', ['if=/dev/urandom', `of=${file}`, 'bs=1M', `count=${sizeMiB}`, 'status=none']);
+  let n = 200 + Math.floor(Math.random() * 50);
+  while (existsSync(`/sys/block/loop${n}`)) n += 1;
+  const path = `/dev/loop${n}`;
+  execFileSync('losetup', ['--direct-io=on', path, file]);
+  const dev = readFileSync(`/sys/block/loop${n}/dev`, 'utf8').trim();
+  let gone = false;
+  return {
+    path,
+    dev,
+    detach: () => {
+      if (gone) return;
+      gone = true;
+      spawnSync('losetup', ['-d', path]);
+      spawnSync('python3', ['-c', `import fcntl, os\nfd = os.open('/dev/loop-control', os.O_RDWR)\nfcntl.ioctl(fd, 0x4C81, ${n})  # LOOP_CTL_REMOVE`]);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 export function attached(path: string): boolean {
   return execFileSync('losetup', ['-a'], { encoding: 'utf8' }).includes(`${path}:`);
 }
