@@ -1,6 +1,6 @@
 // Shared by the BPF integration tests: privileges, the loader build, loop devices, fio, bpftool.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { execa } from 'execa';
@@ -29,10 +29,46 @@ export function ensureLoader(): void {
   execFileSync('bash', [resolve(ROOT, 'scripts/build-bpf.sh')], { stdio: 'pipe' });
 }
 
-/** Names of loaded BPF programs that are ours (hp_ prefix), from bpftool. */
+interface ProgInfo {
+  id: number;
+  name?: string;
+}
+
+const loadedPrograms = () => JSON.parse(execFileSync('bpftool', ['prog', 'show', '-j'], { encoding: 'utf8' })) as ProgInfo[];
+
+/** Names of loaded BPF programs that are ours (hp_ prefix), from bpftool: any process's. */
 export function ourPrograms(): string[] {
-  const progs = JSON.parse(execFileSync('bpftool', ['prog', 'show', '-j'], { encoding: 'utf8' })) as { name?: string }[];
-  return progs.map((p) => p.name ?? '').filter((n) => n.startsWith('hp_'));
+  return loadedPrograms().map((p) => p.name ?? '').filter((n) => n.startsWith('hp_'));
+}
+
+/** IDs of the BPF programs a process holds (prog and link fds), from /proc/PID/fdinfo. */
+export function programIdsOf(pid: number): number[] {
+  const ids = new Set<number>();
+  for (const fd of readdirSync(`/proc/${pid}/fdinfo`)) {
+    const m = /^prog_id:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8'));
+    if (m) ids.add(Number(m[1]));
+  }
+  return [...ids];
+}
+
+/**
+ * Which of these program IDs are still loaded after up to `ms` (other processes' programs do not
+ * count). The kernel frees a program shortly after its last reference goes (RCU-deferred).
+ */
+export async function stillLoaded(ids: number[], ms = 5000): Promise<ProgInfo[]> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const left = loadedPrograms().filter((p) => ids.includes(p.id));
+    if (left.length === 0 || Date.now() > end) return left;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** PID of the last loader that said hello in a log. */
+export function loaderPid(log: string): number {
+  const m = [...log.matchAll(/msg="bpf loader running" pid=(\d+)/g)].at(-1);
+  if (!m) throw new Error(`no loader in the log:\n${log}`);
+  return Number(m[1]);
 }
 
 export interface LoopDevice {

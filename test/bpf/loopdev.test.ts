@@ -10,7 +10,7 @@ import { BpfCollector } from '../../src/bpf/collector.js';
 import type { BpfSnapshot, BucketHist } from '../../src/bpf/types.js';
 import { createLogger } from '../../src/log.js';
 import { bucketOf, upperNs } from '../../src/model/buckets.js';
-import { attached, bpfSkipReason, ensureLoader, fio, LOADER, loopDevice, ourPrograms, realtime, removableLoopDevice, sleeperScript, warnSkip, type LoopDevice } from './helpers.js';
+import { attached, bpfSkipReason, ensureLoader, fio, LOADER, loaderPid, loopDevice, ourPrograms, programIdsOf, realtime, removableLoopDevice, sleeperScript, stillLoaded, warnSkip, type LoopDevice } from './helpers.js';
 
 const skip = warnSkip('test/bpf/loopdev.test.ts', bpfSkipReason(['fio', 'losetup', 'python3']));
 const logs: string[] = [];
@@ -36,11 +36,9 @@ const VARIANTS: [string, string[]][] = [['tp_btf', []], ['raw_tp', ['--raw-tp']]
 
 describe.skipIf(skip).each(VARIANTS)('loader on a loop device, %s (root)', (via, flags) => {
   let loop: LoopDevice;
-  let before: string[];
 
   beforeAll(() => {
     ensureLoader();
-    before = ourPrograms();
     loop = loopDevice();
   });
   afterAll(() => loop?.detach());
@@ -51,6 +49,8 @@ describe.skipIf(skip).each(VARIANTS)('loader on a loop device, %s (root)', (via,
   it('counts every I/O fio issued and measures its latency', async () => {
     const c = await collector(flags);
     expect(ourPrograms()).toContain(via === 'raw_tp' ? 'hp_rq_done_rt' : 'hp_rq_done');
+    const ids = programIdsOf(loaderPid(logs.join('')));
+    expect(ids.length).toBeGreaterThanOrEqual(6);
     const tries: string[] = [];
     let latErr = Infinity;
     try {
@@ -76,7 +76,7 @@ describe.skipIf(skip).each(VARIANTS)('loader on a loop device, %s (root)', (via,
     } finally {
       await c.stop();
     }
-    expect(ourPrograms()).toEqual(before);
+    expect(await stillLoaded(ids)).toEqual([]); // the loader's programs left with it
   });
 
   it('cleans up the loop device', () => {
