@@ -53,9 +53,42 @@ export function durationArg(v: string): number {
   return n * mult;
 }
 
+export const DEFAULT_LISTEN = ':9742';
+
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+/** ":9742", "127.0.0.1:9742", "[::1]:9742" → host and port (empty host = all interfaces). */
+export function parseListenAddress(v: string): ListenAddress {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(v);
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port > 65535) throw new InvalidArgumentError('expected [host]:port, e.g. :9742 or 127.0.0.1:9742');
+  return { host: m[1] ?? m[2] ?? '', port };
+}
+
 /** An option whose default is written as the user would type it, and parsed like user input. */
 export function parsed<T>(flags: string, description: string, parse: (v: string) => T, defaultText: string): Option {
   return new Option(flags, description).argParser(parse).default(parse(defaultText), defaultText);
+}
+
+/** The HTTP side of commands that serve metrics (serve, replay). */
+export function addWebOptions(cmd: Command): Command {
+  return cmd
+    .addOption(parsed('--web.listen-address <[host]:port>', 'address to listen on; the default listens on all interfaces', parseListenAddress, DEFAULT_LISTEN))
+    .option('--web.telemetry-path <path>', 'path under which to expose metrics', '/metrics')
+    .option('--web.config.file <path>', 'exporter-toolkit web config (YAML): TLS, bcrypt basic auth, headers, rate limit; re-read on change');
+}
+
+export function addModelOptions(cmd: Command): Command {
+  return cmd
+    .addOption(parsed('--model.window <duration>', 'sliding window the efficiency model computes over', durationArg, '60s'))
+    .addOption(parsed('--model.latency-budget <ratio>', 'added latency allowed for best_static, as a fraction of the mean device time', positiveNumber, '0.01'));
+}
+
+export function addLogOption(cmd: Command): Command {
+  return cmd.addOption(new Option('--log.level <level>', 'least severe log level to print').choices([...LOG_LEVELS]).default('info'));
 }
 
 export function addHostOptions(cmd: Command): Command {
@@ -77,11 +110,8 @@ export function addHostOptions(cmd: Command): Command {
     .option('--bpf.force-tracepoint', 'never use fentry/fexit: measure hybrid polling with the tracepoint-only path (see src/bpf/README.md)')
     .addOption(parsed('--bpf.timeout <duration>', 'how long one scrape waits for the BPF loader', durationArg, '1s'))
     .addOption(new Option('--bpf.buckets <keep>', 'histogram bucket boundaries to expose: all (4 per power of two), half, or pow2 (1 per power of two)')
-      .choices(['all', 'half', 'pow2']).default('pow2'))
-    .addOption(parsed('--model.window <duration>', 'sliding window the efficiency model computes over', durationArg, '60s'))
-    .addOption(parsed('--model.latency-budget <ratio>', 'added latency allowed for best_static, as a fraction of the mean device time', positiveNumber, '0.01'))
-    .addOption(new Option('--log.level <level>', 'least severe log level to print').choices([...LOG_LEVELS]).default('info'));
-  return cmd;
+      .choices(['all', 'half', 'pow2']).default('pow2'));
+  return addLogOption(addModelOptions(cmd));
 }
 
 type Raw = Record<string, unknown>;

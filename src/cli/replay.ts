@@ -4,7 +4,7 @@ import { Command, Option } from 'commander';
 import type { Express } from 'express';
 import { createApp } from '../http/server.js';
 import { listenWeb, loadWebConfig } from '../http/webServer.js';
-import { createLogger, LOG_LEVELS, type Logger, type LogLevel } from '../log.js';
+import { createLogger, type Logger, type LogLevel } from '../log.js';
 import { processRegistry } from '../metrics/render.js';
 import { EfficiencyModel } from '../model/index.js';
 import type { RecordingHeader } from '../record/format.js';
@@ -12,8 +12,7 @@ import { SYNTHETIC_RECORDING } from '../record/shipped.js';
 import { openRecording } from '../record/reader.js';
 import { replayReader, type ReplayReader } from '../record/replay.js';
 import { SnapshotEngine } from '../snapshot/engine.js';
-import { durationArg, parsed, positiveNumber } from './common.js';
-import { DEFAULT_LISTEN, parseListenAddress, type ListenAddress } from './serve.js';
+import { addLogOption, addModelOptions, addWebOptions, parsed, positiveNumber, type ListenAddress } from './common.js';
 
 export interface ReplayAppOptions {
   file: string;
@@ -78,13 +77,8 @@ export function replayCommand(): Command {
     .argument('[file]', `recording made by \`record\` (JSON lines); default: the shipped synthetic one, ${SYNTHETIC_RECORDING}`)
     .addOption(new Option('--loop', 'start over at the end, with counters continuing upwards (default)'))
     .addOption(new Option('--once', 'play the recording once, then keep serving its last frame').conflicts('loop'))
-    .addOption(parsed('--speed <factor>', 'recording seconds per wall-clock second; rates (and the model\'s IOPS and cores) scale with it', positiveNumber, '1'))
-    .addOption(parsed('--web.listen-address <[host]:port>', 'address to listen on; the default listens on all interfaces', parseListenAddress, DEFAULT_LISTEN))
-    .option('--web.telemetry-path <path>', 'path under which to expose metrics', '/metrics')
-    .option('--web.config.file <path>', 'exporter-toolkit web config (YAML): TLS, bcrypt basic auth, headers, rate limit; as for serve')
-    .addOption(parsed('--model.window <duration>', 'sliding window the efficiency model computes over', durationArg, '60s'))
-    .addOption(parsed('--model.latency-budget <ratio>', 'added latency allowed for best_static, as a fraction of the mean device time', positiveNumber, '0.01'))
-    .addOption(new Option('--log.level <level>', 'least severe log level to print').choices([...LOG_LEVELS]).default('info'));
+    .addOption(parsed('--speed <factor>', 'recording seconds per wall-clock second; rates (and the model\'s IOPS and cores) scale with it', positiveNumber, '1'));
+  addLogOption(addModelOptions(addWebOptions(cmd)));
   cmd.action(async (given: string | undefined, raw: Record<string, unknown>) => {
     const file = given ?? SYNTHETIC_RECORDING;
     const log = createLogger(raw['log.level'] as LogLevel);

@@ -1,5 +1,5 @@
 // `hybridpoll-exporter serve`: the exporter itself.
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { BpfCollector } from '../bpf/collector.js';
 import { disabledBpf, type BpfSource } from '../bpf/source.js';
 import { createApp } from '../http/server.js';
@@ -11,22 +11,7 @@ import { SnapshotEngine } from '../snapshot/engine.js';
 import { liveReader } from '../snapshot/live.js';
 import { HostReader } from '../sources/reader.js';
 import { VERSION } from '../version.js';
-import { addHostOptions, hostOptionsOf, parsed, type HostOptions } from './common.js';
-
-export const DEFAULT_LISTEN = ':9742';
-
-export interface ListenAddress {
-  host: string;
-  port: number;
-}
-
-/** ":9742", "127.0.0.1:9742", "[::1]:9742" → host and port (empty host = all interfaces). */
-export function parseListenAddress(v: string): ListenAddress {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(v);
-  const port = m ? Number(m[3]) : NaN;
-  if (!m || port > 65535) throw new InvalidArgumentError('expected [host]:port, e.g. :9742 or 127.0.0.1:9742');
-  return { host: m[1] ?? m[2] ?? '', port };
-}
+import { addHostOptions, addWebOptions, hostOptionsOf, type HostOptions, type ListenAddress } from './common.js';
 
 export function hostReaderOf(o: HostOptions): HostReader {
   return new HostReader({
@@ -51,10 +36,8 @@ export async function bpfSourceOf(o: HostOptions, log: Logger): Promise<BpfSourc
 
 export function serveCommand(): Command {
   const cmd = new Command('serve')
-    .description('serve Prometheus metrics of this host (the default command)')
-    .addOption(parsed('--web.listen-address <[host]:port>', 'address to listen on; the default listens on all interfaces', parseListenAddress, DEFAULT_LISTEN))
-    .option('--web.telemetry-path <path>', 'path under which to expose metrics', '/metrics')
-    .option('--web.config.file <path>', 'exporter-toolkit web config (YAML): TLS, bcrypt basic auth, headers, rate limit; re-read on change');
+    .description('serve Prometheus metrics of this host (the default command)');
+  addWebOptions(cmd);
   addHostOptions(cmd);
   cmd.action(async (raw: Record<string, unknown>, self: Command) => {
     if (raw['collector.deviceInclude'] && self.getOptionValueSource('collector.deviceExclude') === 'cli') {
