@@ -105,7 +105,7 @@ describe('RestartAccumulator', () => {
             ios += di;
             b1 += d1;
             b2 += d2;
-            const s = a.apply(raw({ ios, lat: [[10, b1], [20, b2]].filter(([, c]) => c > 0) as [number, number][] }));
+            const s = a.apply(raw({ ios, lat: ([[10, b1], [20, b2]] as [number, number][]).filter(([, c]) => c > 0) }));
             const h = s.devices[0]?.hists.rq_lat;
             if (prev) {
               expect(s.deviceCounters['259:0']!['polled_ios']).toBeGreaterThanOrEqual(prev.deviceCounters['259:0']!['polled_ios']!);
