@@ -7,7 +7,7 @@
 // Env: HPVM_SECS, HPVM_REPS, HPVM_SCENARIOS, HPVM_ACCEL, HPVM_CACHE (see docs/validation.md).
 import { join } from 'node:path';
 import { accelFacts, chooseAccel } from './lib/accel.js';
-import { allChecks } from './lib/checks.js';
+import { allChecks, noiseFloor } from './lib/checks.js';
 import { Guest } from './lib/guest.js';
 import { buildAll, labOptionsFromEnv, loadSession, NVME, RESULTS, runLab, recordAll } from './lib/lab.js';
 import { checksTable } from './lib/table.js';
@@ -20,14 +20,14 @@ async function main(): Promise<void> {
     case 'build':
       console.log(JSON.stringify(buildAll('trixie'), null, 2));
       return;
-    case 'run': {
-      const file = await runLab(labOptionsFromEnv());
-      console.log(checksTable(allChecks(loadSession(file))));
+    case 'run':
+    case 'table': {
+      const session = loadSession(cmd === 'run' ? await runLab(labOptionsFromEnv()) : (arg ?? join(RESULTS, 'latest.json')));
+      console.log(checksTable(allChecks(session)));
+      const noise = noiseFloor(session);
+      if (noise.length) console.log(`\nBaseline noise (same boot, untraced):\n${noise.map((l) => `- ${l}`).join('\n')}`);
       return;
     }
-    case 'table':
-      console.log(checksTable(allChecks(loadSession(arg ?? join(RESULTS, 'latest.json')))));
-      return;
     case 'exec': {
       if (!arg) throw new Error('exec needs a script');
       const images = buildAll('trixie');

@@ -8,7 +8,8 @@
 // Usage: hpdrive [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] [-H] DEVICE
 // Prints one JSON line on stdout: its own I/O count, IOPS, latency percentiles, and its CPU time
 // from /proc/thread-self/schedstat (ns, what the scheduler charged) and /proc/self/stat (ticks),
-// so the exporter's accounting can be checked against what the poller really spent.
+// plus the CPU of the wait phase alone (CLOCK_THREAD_CPUTIME_ID around the waiting io_uring_enter),
+// so the exporter's accounting can be checked against what the poller really spent polling.
 // -H (hold): after printing, keep the idle ring open until stdin reaches EOF, so that an observer
 // can read the ring's per-ring state after the run without disturbing the run itself.
 #define _GNU_SOURCE
@@ -77,6 +78,12 @@ static void cpu_sample(struct cpu_sample *s) {
   getrusage(RUSAGE_SELF, &ru);
   s->nvcsw = ru.ru_nvcsw;
   s->nivcsw = ru.ru_nivcsw;
+}
+
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static int enter(int fd, unsigned submit, unsigned wait) {
@@ -198,7 +205,7 @@ int main(int argc, char **argv) {
 
   struct cpu_sample c0, c1;
   cpu_sample(&c0);
-  uint64_t t0 = now_ns(), tend = t0 + (uint64_t)(secs * 1e9), sum = 0, maxlat = 0;
+  uint64_t t0 = now_ns(), tend = t0 + (uint64_t)(secs * 1e9), sum = 0, maxlat = 0, wait_cpu = 0;
   unsigned inflight = 0, to_submit = 0;
   int stopping = 0;
   for (unsigned s = 0; s < depth; s++) {
@@ -206,11 +213,18 @@ int main(int argc, char **argv) {
     issued[s] = now_ns();
     to_submit++;
   }
+  // Submission and waiting are separate syscalls, so the CPU of the wait phase (where IOPOLL polls,
+  // hybrid sleeps and spins) is measured on its own: what an observer of polling should account for.
   while (to_submit || inflight) {
-    int ret = enter(r.fd, to_submit, 1);
-    if (ret < 0) fail("io_uring_enter", errno);
-    inflight += (unsigned)ret;
-    to_submit -= (unsigned)ret;
+    if (to_submit) {
+      int ret = enter(r.fd, to_submit, 0);
+      if (ret < 0) fail("io_uring_enter(submit)", errno);
+      inflight += (unsigned)ret;
+      to_submit -= (unsigned)ret;
+    }
+    uint64_t w0 = thread_cpu_ns();
+    if (enter(r.fd, 0, 1) < 0) fail("io_uring_enter(wait)", errno);
+    wait_cpu += thread_cpu_ns() - w0;
     unsigned h = *r.cq_head, t = __atomic_load_n(r.cq_tail, __ATOMIC_ACQUIRE);
     uint64_t now = now_ns();
     for (; h != t; h++) {
@@ -252,14 +266,14 @@ int main(int argc, char **argv) {
          "\"ios\":%zu,\"wall_s\":%.6f,\"iops\":%.1f,"
          "\"lat_us\":{\"mean\":%.3f,\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"p999\":%.3f,\"max\":%.3f},"
          "\"cpu\":{\"exec_s\":%.6f,\"run_delay_s\":%.6f,\"timeslices\":%lu,\"utime_s\":%.3f,\"stime_s\":%.3f,"
-         "\"util\":%.4f,\"per_io_us\":%.4f},"
+         "\"util\":%.4f,\"per_io_us\":%.4f,\"wait_s\":%.6f},"
          "\"ctxsw\":{\"voluntary\":%ld,\"involuntary\":%ld}}\n",
          mode, flags, depth, bs, dev, (int)getpid(), n, ws, (double)n / ws,
          n ? (double)sum / (double)n / 1e3 : 0, pct_us(lat, n, 0.5), pct_us(lat, n, 0.9), pct_us(lat, n, 0.99),
          pct_us(lat, n, 0.999), (double)maxlat / 1e3, (double)exec / 1e9, (double)(c1.run_delay_ns - c0.run_delay_ns) / 1e9,
          c1.slices - c0.slices, (double)(c1.utime_ticks - c0.utime_ticks) / (double)tck,
          (double)(c1.stime_ticks - c0.stime_ticks) / (double)tck, (double)exec / (double)wall,
-         n ? (double)exec / (double)n / 1e3 : 0, c1.nvcsw - c0.nvcsw, c1.nivcsw - c0.nivcsw);
+         n ? (double)exec / (double)n / 1e3 : 0, (double)wait_cpu / 1e9, c1.nvcsw - c0.nvcsw, c1.nivcsw - c0.nivcsw);
   fflush(stdout);
   if (hold) {
     char b[64];

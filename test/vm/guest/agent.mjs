@@ -54,6 +54,8 @@ function info() {
 function start(role, file, args, stdin = 'ignore') {
   const child = spawn(file, args, { stdio: [stdin, 'pipe', 'pipe'] });
   const st = { child, stdout: '', stderr: '', exit: null };
+  // A child that exits before its stdin is closed must not take the agent down with EPIPE.
+  child.stdin?.on('error', (e) => log(`${role} stdin: ${e.message}`));
   child.stdout.on('data', (d) => (st.stdout += d));
   child.stderr.on('data', (d) => {
     st.stderr += d;
@@ -127,6 +129,12 @@ async function stopExporter() {
   return { exit: st.exit, log: st.stderr.slice(-20_000), stdout: st.stdout.slice(-20_000), bpfPrograms: bpfPrograms() };
 }
 
+function signalExporter(sig) {
+  if (!exporter || exporter.exit !== null) throw new Error('exporter not running');
+  exporter.child.kill(sig);
+  return { ok: true };
+}
+
 /** BPF programs loaded in the guest now (the loader must leave none behind). */
 function bpfPrograms() {
   try {
@@ -142,12 +150,14 @@ const routes = {
   'POST /drive': async (b) => {
     if (drive && drive.exit === null) throw new Error('hpdrive already running');
     drive = start('hpdrive', HPDRIVE, driveArgs(b), b.hold ? 'pipe' : 'ignore');
+    drive.held = !!b.hold;
     return { pid: drive.child.pid };
   },
   // Until hpdrive has printed its result (a held ring stays open after that) or exited.
   'POST /drive/wait': async () => {
     if (!drive) throw new Error('no hpdrive started');
     const st = drive;
+    if (!st.held) await st.done;
     while (!st.stdout.includes('\n') && st.exit === null) await new Promise((r) => setTimeout(r, 20));
     const exit = st.exit;
     const line = st.stdout.trim().split('\n').pop() ?? '';
@@ -166,6 +176,10 @@ const routes = {
   },
   'POST /exporter/start': startExporter,
   'POST /exporter/stop': stopExporter,
+  // SIGSTOP/SIGCONT of the exporter's Node process (its BPF programs stay attached and keep
+  // counting): a measured run then pays for the BPF programs, not for Node working in the guest.
+  'POST /exporter/pause': async () => signalExporter('SIGSTOP'),
+  'POST /exporter/resume': async () => signalExporter('SIGCONT'),
   'GET /exporter/log': async () => ({ running: !!exporter && exporter.exit === null, log: exporter?.stderr.slice(-20_000) ?? '' }),
   'GET /bpf/progs': async () => bpfPrograms(),
   'POST /file': async (b) => {
@@ -205,3 +219,6 @@ const server = createServer(async (req, res) => {
   res.end(JSON.stringify(out));
 });
 server.listen(PORT, '0.0.0.0', () => log(`listening on :${PORT}`));
+// The agent must outlive any single failed request: log (to the serial console) and carry on.
+process.on('uncaughtException', (e) => log(`uncaught: ${e.stack ?? e}`));
+process.on('unhandledRejection', (e) => log(`unhandled rejection: ${e instanceof Error ? e.stack : e}`));

@@ -41,9 +41,13 @@ export interface ExporterFigures {
 export interface DriverFigures {
   ios: number;
   iops: number;
+  /** all CPU of the poller */
   cpuSeconds: number;
   cpuUtil: number;
   cpuPerIo: number;
+  /** CPU of the poller's wait phase (the io_uring_enter calls that poll, sleep and spin) */
+  waitCpuSeconds: number;
+  waitCpuPerIo: number;
   sleepsPerIo: number;
   p50us: number;
   p99us: number;
@@ -76,6 +80,8 @@ export function driverFigures(r: RunRecord): DriverFigures {
     cpuSeconds: d.cpu.exec_s,
     cpuUtil: d.cpu.util,
     cpuPerIo: d.ios > 0 ? d.cpu.exec_s / d.ios : NaN,
+    waitCpuSeconds: d.cpu.wait_s,
+    waitCpuPerIo: d.ios > 0 ? d.cpu.wait_s / d.ios : NaN,
     // Each hybrid sleep that really switches the task out is one voluntary context switch.
     sleepsPerIo: d.ios > 0 ? d.ctxsw.voluntary / d.ios : NaN,
     p50us: d.lat_us.p50,

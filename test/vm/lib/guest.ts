@@ -1,7 +1,7 @@
 // Boots the VM-suite guest under QEMU, talks to its agent and exporter through hostfwd ports on
 // 127.0.0.1, and powers it off. QEMU is killed by PID and the temp dir removed on every exit path.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,6 +38,8 @@ export interface BootOptions {
   bootTimeoutMs: number;
   /** appended to the kernel command line */
   extraCmdline?: string;
+  /** where to keep the full serial console when the boot fails */
+  failedConsoleFile?: string;
 }
 
 export interface GuestDevice {
@@ -157,10 +159,12 @@ export class Guest {
         await sleep(500);
       }
     } catch (e) {
-      const tail = existsSync(consoleLog) ? readFileSync(consoleLog, 'utf8').split('\n').slice(-40).join('\n') : '';
+      const full = existsSync(consoleLog) ? readFileSync(consoleLog, 'utf8') : '';
+      const tail = full.split('\n').slice(-40).join('\n');
+      if (o.failedConsoleFile) writeFileSync(o.failedConsoleFile, full);
       onExit();
       process.removeListener('exit', onExit);
-      throw new Error(`${(e as Error).message}\n--- guest console (last 40 lines) ---\n${tail}`);
+      throw new Error(`${(e as Error).message}${o.failedConsoleFile ? ` (full console: ${o.failedConsoleFile})` : ''}\n--- guest console (last 40 lines) ---\n${tail}`);
     }
   }
 

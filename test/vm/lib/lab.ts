@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { accelFacts, chooseAccel } from './accel.js';
+import { accelFacts, chooseAccel, type Accel } from './accel.js';
 import { Guest, type GuestImages, type NvmeSpec } from './guest.js';
 import { recordRun } from './recordings.js';
 import { runSession, type Scenario, type Session, type Tracing } from './session.js';
@@ -33,7 +33,7 @@ export function scenarios(secs: number): Scenario[] {
 const FORCE_TP = process.env.HPVM_TRACEPOINT_FLAG ?? '--bpf.force-tracepoint';
 
 export function exporterArgs(): Record<Exclude<Tracing, 'untraced'>, string[]> {
-  const common = ['--bpf.enable=on', '--bpf.buckets=all', '--bpf.timeout=10s', '--log.level=info'];
+  const common = ['--bpf.enable=on', '--bpf.timeout=10s', '--log.level=info'];
   return { fentry: common, tracepoint: [...common, FORCE_TP] };
 }
 
@@ -82,13 +82,31 @@ export function labOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LabOpti
   return { secs, reps, ...(env.HPVM_SCENARIOS ? { only: env.HPVM_SCENARIOS.split(',') } : {}) };
 }
 
+/**
+ * Boots the guest; one retry when the boot itself fails. Emulated boots are not perfectly
+ * deterministic (a TCG guest once panicked in its first 3 s in ktime_get_real_ts64), and a failed
+ * boot says nothing about the product. Both consoles are kept in RESULTS.
+ */
+async function bootWithRetry(images: GuestImages, accel: Accel): Promise<Guest> {
+  mkdirSync(RESULTS, { recursive: true });
+  for (let attempt = 1; ; attempt++) {
+    const failedConsoleFile = join(RESULTS, `console-boot-failure-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
+    try {
+      return await Guest.boot({ images, accel, smp: 2, memMiB: 2048, pollQueues: 2, nvme: NVME, log, bootTimeoutMs: 300_000, failedConsoleFile });
+    } catch (e) {
+      if (attempt >= 2) throw e;
+      log(`*** boot failed, retrying once: ${(e as Error).message.split('\n')[0]}`);
+    }
+  }
+}
+
 /** Builds, boots, runs every workload, powers off; returns the saved session's path. */
 export async function runLab(o: LabOptions): Promise<string> {
   const t0 = Date.now();
   const images = buildAll('trixie');
   const { accel, why } = chooseAccel(accelFacts());
   log(`accelerator: ${accel} (${why})`);
-  const guest = await Guest.boot({ images, accel, smp: 2, memMiB: 2048, pollQueues: 2, nvme: NVME, log, bootTimeoutMs: 300_000 });
+  const guest = await bootWithRetry(images, accel);
   let session: Session;
   try {
     const sc = scenarios(o.secs).filter((s) => !o.only || o.only.includes(s.id));
@@ -98,8 +116,11 @@ export async function runLab(o: LabOptions): Promise<string> {
   } finally {
     const off = await guest.shutdown();
     log(`guest ${off.clean ? 'powered off' : 'killed (no clean power-off)'}`);
+    mkdirSync(RESULTS, { recursive: true });
+    const con = join(RESULTS, `console-${new Date(t0).toISOString().replace(/[:.]/g, '-')}.log`);
+    writeFileSync(con, off.console);
+    log(`guest console: ${con}`);
   }
-  mkdirSync(RESULTS, { recursive: true });
   const file = join(RESULTS, `session-${session.startedAt.replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, JSON.stringify(session));
   const latest = join(RESULTS, 'latest.json');
@@ -121,7 +142,7 @@ export async function recordAll(secs: number): Promise<void> {
   const images = buildAll('trixie');
   const { accel, why } = chooseAccel(accelFacts());
   log(`accelerator: ${accel} (${why})`);
-  const guest = await Guest.boot({ images, accel, smp: 2, memMiB: 2048, pollQueues: 2, nvme: NVME, log, bootTimeoutMs: 300_000 });
+  const guest = await bootWithRetry(images, accel);
   try {
     const scenario = scenarios(secs).find((s) => s.id === 'qd1-lat20us')!;
     const where = `QD1 4k random O_DIRECT reads (hpdrive, raw io_uring) on an emulated NVMe (QEMU null-co, latency-ns=20000, 2 poll queues) in a QEMU ${accel.toUpperCase()} guest, kernel ${guest.info.release}`;
