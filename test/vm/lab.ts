@@ -7,7 +7,7 @@
 // Env: HPVM_SECS, HPVM_REPS, HPVM_SCENARIOS, HPVM_ACCEL, HPVM_CACHE (see docs/validation.md).
 import { join } from 'node:path';
 import { accelFacts, chooseAccel } from './lib/accel.js';
-import { allChecks, noiseFloor } from './lib/checks.js';
+import { allChecks, bpfCost, noiseFloor } from './lib/checks.js';
 import { Guest } from './lib/guest.js';
 import { buildAll, labOptionsFromEnv, loadSession, NVME, RESULTS, runLab, recordAll } from './lib/lab.js';
 import { checksTable } from './lib/table.js';
@@ -26,6 +26,8 @@ async function main(): Promise<void> {
       console.log(checksTable(allChecks(session)));
       const noise = noiseFloor(session);
       if (noise.length) console.log(`\nBaseline noise (same boot, untraced):\n${noise.map((l) => `- ${l}`).join('\n')}`);
+      const cost = bpfCost(session);
+      if (cost.length) console.log(`\nBPF programs' own CPU (kernel.bpf_stats_enabled=1, fentry path):\n${cost.map((l) => `- ${l}`).join('\n')}`);
       return;
     }
     case 'exec': {

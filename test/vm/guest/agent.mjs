@@ -2,7 +2,7 @@
 // through it over a hostfwd port on 127.0.0.1: start the exporter (serve or record), run hpdrive,
 // read files, power off. It only runs the fixed binaries of the project disk, with validated options.
 import { spawn, execFileSync } from 'node:child_process';
-import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 
 const PORT = Number(process.env.HPVM_AGENT_PORT ?? 9100);
@@ -182,6 +182,11 @@ const routes = {
   'POST /exporter/resume': async () => signalExporter('SIGCONT'),
   'GET /exporter/log': async () => ({ running: !!exporter && exporter.exit === null, log: exporter?.stderr.slice(-20_000) ?? '' }),
   'GET /bpf/progs': async () => bpfPrograms(),
+  // BPF run-time statistics for the cost diagnostic (the exporter itself never writes sysctls).
+  'POST /bpf/stats': async (b) => {
+    writeFileSync('/proc/sys/kernel/bpf_stats_enabled', b.enable ? '1' : '0');
+    return { enabled: read('/proc/sys/kernel/bpf_stats_enabled') };
+  },
   'POST /file': async (b) => {
     if (!/^\/tmp\/hp-[\w.-]+$/.test(b.path ?? '')) throw new Error('only /tmp/hp-* files can be read');
     return { content: readFileSync(b.path, 'utf8') };

@@ -3,6 +3,7 @@
 // (fentry vs tracepoint, traced vs untraced, model vs actual) pair runs of the same repetition and
 // judge the median ratio, since separate runs under TCG differ by noise the product did not cause.
 import { runFigures, type RunFigures } from './figures.js';
+import { delta, parseExposition, select } from './prom.js';
 import type { PollMode, Scenario, Session, Tracing } from './session.js';
 
 export interface CheckResult {
@@ -138,7 +139,14 @@ export function check3(s: SessionRuns, sc: Scenario): CheckResult[] {
   }, BOUNDS.requestedSleep);
   const cpu = everyRun(runs, (r) => {
     const err = relErr(r.exporter?.measuredCpuPerIo, r.driver.waitCpuPerIo);
-    return { err, text: `exporter ${us(r.exporter?.measuredCpuPerIo)}/IO vs poller wait phase ${us(r.driver.waitCpuPerIo)}/IO (${pct(err)}) [poller total ${us(r.driver.cpuPerIo)}/IO]` };
+    // Wake latency (sched_wakeup → on CPU) is shown because the scheduler charges it to the task when
+    // the wake-up ends idle, while the exporter counts it as off-CPU.
+    const wl = r.exporter?.wakeLatency;
+    return {
+      err,
+      text: `exporter ${us(r.exporter?.measuredCpuPerIo)}/IO vs poller wait phase ${us(r.driver.waitCpuPerIo)}/IO (${pct(err)}) ` +
+        `[poller total ${us(r.driver.cpuPerIo)}/IO; wake latency ${us(wl ? wl.sum / r.driver.ios : undefined)}/IO]`,
+    };
   }, BOUNDS.cpu);
   // At QD1 the kernel sleeps once per I/O; with several I/Os in flight one sleep serves a batch,
   // so "one per I/O" is a QD1 expectation (deeper queues are checked by the switch count alone).
@@ -256,4 +264,24 @@ export function noiseFloor(session: Session): string[] {
     }
   }
   return lines;
+}
+
+/** Not a check: the BPF programs' CPU per I/O from kernel.bpf_stats_enabled (the cost runs). */
+export function bpfCost(session: Session): string[] {
+  return (session.cost ?? []).map((c) => {
+    const b = parseExposition(c.before);
+    const a = parseExposition(c.after);
+    const per = select(a, 'hybridpoll_bpf_program_run_seconds_total')
+      .map((x) => {
+        const program = x.labels.program ?? '?';
+        const sec = delta(b, a, 'hybridpoll_bpf_program_run_seconds_total', { program }) ?? 0;
+        const runs = delta(b, a, 'hybridpoll_bpf_program_runs_total', { program }) ?? 0;
+        return { program, sec, runs };
+      })
+      .filter((x) => x.runs > 0);
+    const total = per.reduce((t, x) => t + x.sec, 0);
+    const ios = c.driver.ios;
+    const detail = per.map((x) => `${x.program} ${(x.runs / ios).toFixed(2)}/IO × ${((x.sec / x.runs) * 1e9).toFixed(0)} ns`).join(', ');
+    return `${c.mode}: BPF programs ${((total / ios) * 1e6).toFixed(2)} µs CPU per I/O = ${((total / c.driver.cpu.exec_s) * 100).toFixed(1)}% of the poller's CPU (${detail})`;
+  });
 }

@@ -19,6 +19,7 @@ export interface ExporterFigures {
   sleepRequested: HistDelta | undefined;
   offcpu: HistDelta | undefined;
   wakeOverhead: HistDelta | undefined;
+  wakeLatency: HistDelta | undefined;
   ioLatency: HistDelta | undefined;
   /** model gauges after the run (window = this run: the exporter was started for it) */
   measuredCpuPerIo: number | undefined;
@@ -104,6 +105,7 @@ export function exporterFigures(r: RunRecord): ExporterFigures | undefined {
     sleepRequested: histDelta(b, a, 'hybridpoll_poll_sleep_requested_seconds', dev),
     offcpu: histDelta(b, a, 'hybridpoll_poll_offcpu_seconds', dev),
     wakeOverhead: histDelta(b, a, 'hybridpoll_poll_wake_overhead_seconds', dev),
+    wakeLatency: histDelta(b, a, 'hybridpoll_poll_wake_latency_seconds', dev),
     ioLatency: histDelta(b, a, 'hybridpoll_io_latency_seconds', dev),
     measuredCpuPerIo: value(a, 'hybridpoll_measured_cpu_seconds_per_io', dev),
     modelClassicCpuPerIo: value(a, 'hybridpoll_policy_cpu_seconds_per_io', { ...dev, policy: 'classic' }),

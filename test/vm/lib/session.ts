@@ -60,6 +60,15 @@ export interface RunRecord {
   exporterStop?: ExporterStop;
 }
 
+/** Diagnostic, not a check: one classic and one hybrid fentry run with kernel.bpf_stats_enabled=1. */
+export interface CostRun {
+  mode: PollMode;
+  device: string;
+  driver: DriverResult;
+  before: string;
+  after: string;
+}
+
 export interface Session {
   startedAt: string;
   wallSeconds: number;
@@ -71,6 +80,8 @@ export interface Session {
   exporterArgs: Record<Exclude<Tracing, 'untraced'>, string[]>;
   scenarios: Scenario[];
   runs: RunRecord[];
+  /** what the BPF programs cost per I/O (kernel.bpf_stats_enabled), measured after the checked runs */
+  cost?: CostRun[];
   /** set when the session could not run every workload */
   error?: string;
 }
@@ -221,10 +232,38 @@ export async function runSession(g: Guest, base: Omit<Session, 'runs' | 'wallSec
         }
       }
     }
+    session.cost = await costRuns(g, o.scenarios[0]!, o.exporterArgs.fentry, o.log);
   } catch (e) {
     session.error = (e as Error).message;
     o.log(`session stopped: ${session.error}`);
   }
   session.wallSeconds = (Date.now() - t0) / 1000;
   return session;
+}
+
+/**
+ * After the checked runs (bpf_stats adds two clock reads per program run, so it must not be on
+ * during them): the exporter on the fentry path with kernel.bpf_stats_enabled=1, a hybrid and a
+ * classic run, so the BPF programs' own CPU per I/O can be set beside the IOPS the tracing cost.
+ */
+async function costRuns(g: Guest, s: Scenario, args: string[], log: (m: string) => void): Promise<CostRun[]> {
+  const device = deviceOf(g.info, s.serial);
+  await g.agent('POST', '/bpf/stats', { enable: true });
+  try {
+    await g.agent('POST', '/exporter/start', { args, timeoutMs: 120_000 }, 150_000);
+    const out: CostRun[] = [];
+    try {
+      await waitBpfUp(g, 120_000);
+      for (const mode of ['hybrid', 'poll'] as const) {
+        const r = await scrapedRun(g, s, device, mode);
+        out.push({ mode, device, driver: r.driver, before: r.before!, after: r.after! });
+        log(`cost run ${s.id} ${mode} (bpf_stats on): ${r.driver.ios} I/Os, ${Math.round(r.driver.iops)} IOPS`);
+      }
+    } finally {
+      await stopExporter(g);
+    }
+    return out;
+  } finally {
+    await g.agent('POST', '/bpf/stats', { enable: false });
+  }
 }
