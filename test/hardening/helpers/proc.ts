@@ -18,6 +18,8 @@ export interface Exporter {
   children(): number[];
   /** ids of the BPF programs the exporter or its children held open at some point */
   bpfProgIds(): number[];
+  /** open file descriptors of the exporter when it started listening */
+  fdsAtStart: number;
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
@@ -138,7 +140,9 @@ export async function startExporter(args: string[], o: StartOptions = {}): Promi
       fail(new Error(`exporter exited with ${code ?? sig}:\n${stderr}`));
     });
   });
+  const fdsAtStart = fdCount(proc.pid!);
   return {
+    fdsAtStart,
     url: `${o.scheme ?? 'http'}://127.0.0.1:${port}`,
     port,
     pid: proc.pid!,
@@ -192,6 +196,7 @@ export interface SystemState {
 
 export const HAVE_BPFTOOL = existsSync('/usr/sbin/bpftool') || existsSync('/usr/bin/bpftool');
 export const TMP_PREFIX = 'hp-hard-';
+const FD_SLACK = 12;
 
 export function systemState(): SystemState {
   const loops = spawnSync('losetup', ['--list', '--noheadings', '--output', 'NAME,BACK-FILE'], { encoding: 'utf8' })
@@ -215,6 +220,11 @@ export async function leaks(before: SystemState, exp: Exporter | undefined): Pro
   if (exp) {
     const kids = exp.children();
     const progs = exp.bpfProgIds();
+    // Descriptors: what the test's own keep-alive connections and a loader's pipes can explain,
+    // no more; a leak per scrape or per loader restart shows up well beyond this.
+    if (alive(exp.pid) && fdCount(exp.pid) > exp.fdsAtStart + FD_SLACK) {
+      problems.push(`exporter holds ${fdCount(exp.pid)} fds, ${exp.fdsAtStart} at start:\n  ${fdTargets(exp.pid).join('\n  ')}`);
+    }
     await exp.stop();
     // Give children that exit on stdin EOF a moment.
     for (let i = 0; i < 50 && [exp.pid, ...kids].some(alive); i++) await new Promise((r) => setTimeout(r, 100));

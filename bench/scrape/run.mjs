@@ -1,0 +1,245 @@
+#!/usr/bin/env node
+// Scrape benchmark: hybridpoll-exporter against Debian's prometheus-node-exporter on the same
+// fixture host (bench/scrape/tree.mjs), for 1, 16 and 64 NVMe devices. Per run: scrape latency
+// p50/p99 (sequential keep-alive scrapes, as Prometheus does), CPU per scrape (utime+stime of the
+// exporter process), RSS, startup time. Runs are paired A B A B with fresh processes; the table
+// shows medians over the pairs and the ratio to node_exporter. Our exporter gets full BPF
+// histograms for every device from a fake loader (test/hardening/fixtures/fake-loader.mjs; its
+// own CPU is not counted, the real loader's cost is bench/bpf-cost's subject), and the real
+// loader's startup is timed separately when it is built and we are root.
+//
+//   npm run bench:scrape                  (builds, then: node bench/scrape/run.mjs)
+//   node bench/scrape/run.mjs --scrapes 300 --pairs 3 --devices 1,16,64 --buckets pow2
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { makeHost } from './tree.mjs';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const CLI = resolve(ROOT, 'dist/cli.js');
+const FAKE = resolve(ROOT, 'test/hardening/fixtures/fake-loader.mjs');
+const REAL_LOADER = resolve(ROOT, 'build/bpf/hybridpoll-bpf');
+const NODE_EXPORTER = '/usr/bin/prometheus-node-exporter';
+const IS_ROOT = process.getuid?.() === 0;
+const TICK_MS = 10; // USER_HZ = 100 on Linux
+
+const { values: opt } = parseArgs({
+  options: {
+    scrapes: { type: 'string', default: '200' },
+    warmup: { type: 'string', default: '20' },
+    pairs: { type: 'string', default: '2' },
+    devices: { type: 'string', default: '1,16,64' },
+    buckets: { type: 'string', default: 'pow2' },
+    'loader-runs': { type: 'string', default: '3' },
+  },
+});
+const SCRAPES = Number(opt.scrapes);
+const WARMUP = Number(opt.warmup);
+const PAIRS = Number(opt.pairs);
+const DEVICES = opt.devices.split(',').map(Number);
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const quantile = (xs, q) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)];
+};
+
+function procStat(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { cpuTicks: Number(f[11]) + Number(f[12]) }; // utime, stime
+}
+function memKiB(pid, key) {
+  return Number(new RegExp(`${key}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+}
+
+function freePort() {
+  return new Promise((ok) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => ok(port));
+    });
+  });
+}
+
+async function waitFor(fn, what, timeoutMs = 30_000) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+/** Start one exporter; resolves when /metrics serves complete data. */
+async function start(kind, host, devices, o = {}) {
+  let args;
+  let env = process.env;
+  const port = await freePort();
+  if (kind === 'hybridpoll') {
+    args = [CLI, `--path.sysfs=${host.sys}`, `--path.debugfs=${host.debug}`, `--path.procfs=${host.proc}`, `--web.listen-address=127.0.0.1:${port}`, `--bpf.buckets=${opt.buckets}`];
+    if (o.realLoader) args.push('--bpf.enable=on');
+    else if (IS_ROOT) {
+      args.push('--bpf.enable=on', `--bpf.loader=${FAKE}`);
+      env = { ...process.env, HP_FAKE_DEVICES: String(devices) };
+    } else args.push('--no-collector.bpf');
+  } else {
+    args = [`--path.sysfs=${host.sys}`, `--path.procfs=${host.proc}`, `--path.udev.data=${host.udev}`, `--web.listen-address=127.0.0.1:${port}`, '--collector.disable-defaults', '--collector.diskstats'];
+  }
+  const t0 = performance.now();
+  const proc = spawn(kind === 'hybridpoll' ? process.execPath : NODE_EXPORTER, args, { stdio: ['ignore', 'ignore', 'pipe'], env });
+  let log = '';
+  proc.stderr.on('data', (d) => (log += d));
+  const url = `http://127.0.0.1:${port}/metrics`;
+  const listening = await waitFor(async () => ((await fetch(url)).status === 200 ? performance.now() - t0 : undefined), `${kind} to listen`);
+  const wantBpf = kind === 'hybridpoll' && (IS_ROOT || o.realLoader);
+  const ready = wantBpf ? await waitFor(async () => ((await (await fetch(url)).text()).includes('hybridpoll_bpf_up 1') ? performance.now() - t0 : undefined), 'BPF data', 60_000) : listening;
+  return {
+    pid: proc.pid,
+    url,
+    listeningMs: listening,
+    readyMs: ready,
+    log: () => log,
+    stop: () => new Promise((ok) => {
+      if (proc.exitCode !== null) return ok();
+      proc.once('exit', ok);
+      proc.kill('SIGTERM');
+      setTimeout(() => proc.kill('SIGKILL'), 5000).unref();
+    }),
+  };
+}
+
+async function measure(e) {
+  const scrape = async () => {
+    const t0 = performance.now();
+    const r = await fetch(e.url);
+    const body = await r.text();
+    if (r.status !== 200) throw new Error(`status ${r.status}`);
+    return { ms: performance.now() - t0, body };
+  };
+  for (let i = 0; i < WARMUP; i++) await scrape();
+  const cpu0 = procStat(e.pid).cpuTicks;
+  const lat = [];
+  let last = '';
+  for (let i = 0; i < SCRAPES; i++) {
+    const r = await scrape();
+    lat.push(r.ms);
+    last = r.body;
+  }
+  const cpu1 = procStat(e.pid).cpuTicks;
+  return {
+    p50: quantile(lat, 0.5),
+    p99: quantile(lat, 0.99),
+    cpuMs: ((cpu1 - cpu0) * TICK_MS) / SCRAPES,
+    rssMiB: memKiB(e.pid, 'VmRSS') / 1024,
+    hwmMiB: memKiB(e.pid, 'VmHWM') / 1024,
+    series: last.split('\n').filter((l) => l && !l.startsWith('#')).length,
+    kib: last.length / 1024,
+    startupMs: e.readyMs,
+    listeningMs: e.listeningMs,
+  };
+}
+
+async function oneRun(kind, host, devices) {
+  const e = await start(kind, host, devices);
+  try {
+    return await measure(e);
+  } finally {
+    await e.stop();
+  }
+}
+
+async function loaderStartup() {
+  if (!IS_ROOT || !existsSync(REAL_LOADER)) return undefined;
+  const host = makeHost(1);
+  const runs = [];
+  try {
+    for (let i = 0; i < Number(opt['loader-runs']); i++) {
+      const e = await start('hybridpoll', host, 1, { realLoader: true });
+      // stderr arrives through its own pipe, possibly after the scrape that showed BPF up
+      const loadMs = await waitFor(async () => Number(/msg="bpf loader running".* load_ms=(\d+)/.exec(e.log())?.[1]) || undefined, 'the loader log line', 5000).catch(() => NaN);
+      runs.push({ readyMs: e.readyMs, listeningMs: e.listeningMs, loadMs });
+      await e.stop();
+    }
+  } finally {
+    host.dispose();
+  }
+  return runs;
+}
+
+// ------------------------------------------------------------------------------------------------
+
+const haveNodeExporter = existsSync(NODE_EXPORTER);
+if (!existsSync(CLI)) throw new Error(`${CLI} missing: npm run build:ts`);
+if (!haveNodeExporter) console.warn(`*** ${NODE_EXPORTER} missing (apt-get install prometheus-node-exporter): no comparison ***`);
+if (!IS_ROOT) console.warn('*** not root: the fake BPF loader cannot be started, our exporter runs without BPF histograms ***');
+
+const cpuModel = /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? '?';
+console.log(`scrape benchmark: ${SCRAPES} scrapes after ${WARMUP} warm-up, ${PAIRS} pairs (A B A B), --bpf.buckets=${opt.buckets}`);
+console.log(`host: ${cpuModel}, ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} load, node ${process.version}`);
+
+const rows = [];
+for (const n of DEVICES) {
+  const host = makeHost(n);
+  const runs = { hybridpoll: [], node_exporter: [] };
+  try {
+    for (let p = 0; p < PAIRS; p++) {
+      runs.hybridpoll.push(await oneRun('hybridpoll', host, n));
+      if (haveNodeExporter) runs.node_exporter.push(await oneRun('node_exporter', host, n));
+    }
+  } finally {
+    host.dispose();
+  }
+  for (const [kind, rs] of Object.entries(runs)) {
+    if (rs.length === 0) continue;
+    const m = Object.fromEntries(Object.keys(rs[0]).map((k) => [k, median(rs.map((r) => r[k]))]));
+    rows.push({ devices: n, kind, ...m });
+  }
+}
+
+const fmt = (v, d = 1) => (v === undefined || Number.isNaN(v) ? '–' : v.toFixed(d));
+const line = (cells) => `| ${cells.join(' | ')} |`;
+console.log();
+console.log(line(['devices', 'exporter', 'p50 ms', 'p99 ms', 'CPU ms/scrape', 'RSS MiB', 'peak RSS MiB', 'series', 'body KiB', 'listening ms', 'full data ms']));
+console.log(line(Array(11).fill('---')));
+for (const n of DEVICES) {
+  const ours = rows.find((x) => x.devices === n && x.kind === 'hybridpoll');
+  const ne = rows.find((x) => x.devices === n && x.kind === 'node_exporter');
+  for (const r of [ours, ne]) {
+    if (r) console.log(line([r.devices, r.kind, fmt(r.p50, 2), fmt(r.p99, 2), fmt(r.cpuMs, 2), fmt(r.rssMiB), fmt(r.hwmMiB), r.series, fmt(r.kib), fmt(r.listeningMs, 0), fmt(r.startupMs, 0)]));
+  }
+  if (ours && ne) {
+    const q = (a, b) => (b > 0 ? `×${(a / b).toFixed(1)}` : '–');
+    console.log(line([n, 'ratio', q(ours.p50, ne.p50), q(ours.p99, ne.p99), q(ours.cpuMs, ne.cpuMs), q(ours.rssMiB, ne.rssMiB), q(ours.hwmMiB, ne.hwmMiB), q(ours.series, ne.series), q(ours.kib, ne.kib), q(ours.listeningMs, ne.listeningMs), q(ours.startupMs, ne.startupMs)]));
+  }
+}
+
+const loader = await loaderStartup();
+console.log();
+if (loader) {
+  console.log(line(['real BPF loader startup', 'listening ms', 'BPF up ms', 'loader load+attach ms']));
+  console.log(line(Array(4).fill('---')));
+  loader.forEach((r, i) => console.log(line([`run ${i + 1}`, fmt(r.listeningMs, 0), fmt(r.readyMs, 0), fmt(r.loadMs, 0)])));
+  console.log(line(['median', fmt(median(loader.map((r) => r.listeningMs)), 0), fmt(median(loader.map((r) => r.readyMs)), 0), fmt(median(loader.map((r) => r.loadMs)), 0)]));
+} else {
+  console.log('real BPF loader startup: not measured (needs root and build/bpf/hybridpoll-bpf: npm run build:bpf)');
+}
+
+// Targets from the issue: p99 ≤ 10 ms at 64 devices, RSS ≤ 100 MB, startup ≤ 1 s.
+const at64 = rows.find((r) => r.devices === Math.max(...DEVICES) && r.kind === 'hybridpoll');
+if (at64) {
+  const ok = (b) => (b ? 'met' : 'MISSED');
+  console.log();
+  console.log(`targets at ${at64.devices} devices: p99 ${fmt(at64.p99, 2)} ms ≤ 10 ms ${ok(at64.p99 <= 10)}; peak RSS ${fmt(at64.hwmMiB)} MiB ≤ 100 MB (95.4 MiB) ${ok(at64.hwmMiB <= 95.4)}; listening after ${fmt(at64.listeningMs, 0)} ms ≤ 1000 ms ${ok(at64.listeningMs <= 1000)}`);
+  if (loader) {
+    const up = median(loader.map((r) => r.readyMs));
+    console.log(`real loader: BPF data after ${fmt(up, 0)} ms ≤ 1000 ms ${ok(up <= 1000)}`);
+  }
+}
