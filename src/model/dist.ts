@@ -112,52 +112,184 @@ export interface Term {
 /** Relative width below which a uniform piece is treated as an atom at its midpoint (floating-point safety). */
 const NARROW = 1e-4;
 
-const factorial = (n: number): number => (n <= 1 ? 1 : n * factorial(n - 1));
+/** n! for the powers `combination` needs (at most 31 uniform widths + 1). */
+const FACTORIAL = Float64Array.from({ length: 33 }, (_, n) => { let f = 1; for (let j = 2; j <= n; j++) f *= j; return f; });
 
 /**
  * E[(shift + Σ signᵢ·Xᵢ)⁺] (order 1) or P(shift + Σ signᵢ·Xᵢ > 0) (order 0), over independent Xᵢ,
  * exactly, as a sum over combinations of pieces. For one combination with atom part x₀ and uniform
  * widths w₁..w_k the value is Δ_{w₁}…Δ_{w_k} Pₖ(x₀) / Πw with Pₖ(x) = (x⁺)^{k+order}/(k+order)!
  * (k-fold integration of x⁺ or of the step). Sub-probability inputs scale the result by their mass.
+ *
+ * Prepared once per set of terms, evaluated at many shifts (the best_static search, every policy).
+ * The term with the most pieces is "searched": for each combination r of the other terms (offset
+ * x_r, span σ_r) its pieces, sorted, split into three runs: entirely below 0 (worth 0), entirely
+ * above (worth x_r + σ_r/2 + mid, summed by suffix sums in O(1)) and the few that straddle 0,
+ * computed exactly. Binary search finds the runs, so one evaluation costs O(R·(log n + straddlers))
+ * instead of O(R·n) with R = product of the other terms' sizes.
  */
-export function expectPositive(terms: readonly Term[], shift: number, order: 0 | 1): number {
-  const n = terms.length;
-  const lists = terms.map((t) => t.dist.pieces.filter((q) => q.p > 0));
-  if (lists.some((l) => l.length === 0)) return 0;
-  // Odometer over the combinations of pieces; no allocation per combination (this is the hot loop).
-  const idx = new Int32Array(n);
-  const widths = new Float64Array(n);
-  let total = 0;
-  for (;;) {
-    let p = 1;
-    let x0 = shift;
-    let k = 0;
-    for (let t = 0; t < n; t++) {
-      const q = lists[t]![idx[t]!]!;
-      const sign = terms[t]!.sign;
-      p *= q.p;
-      if (q.hi === q.lo) x0 += sign * q.lo;
-      else {
-        // a negative uniform on (lo, hi] is a positive uniform of the same width starting at −hi
-        x0 += sign > 0 ? q.lo : -q.hi;
-        widths[k++] = q.hi - q.lo;
+export class PositivePart {
+  /** searched term, as pieces of sign·X sorted by start: start, width, probability */
+  private readonly start: Float64Array;
+  private readonly width: Float64Array;
+  private readonly prob: Float64Array;
+  /** running max of start + width: the pieces before the first one above a bound all end below it */
+  private readonly endMax: Float64Array;
+  /** suffix sums of p and p·mid over the searched pieces (index n: 0) */
+  private readonly sufP: Float64Array;
+  private readonly sufMid: Float64Array;
+  /** combinations of the other terms: atom part, probability, total width, uniform widths (stride `slots`) */
+  private readonly restX: Float64Array;
+  private readonly restP: Float64Array;
+  private readonly restSpan: Float64Array;
+  private readonly restK: Uint8Array;
+  private readonly restW: Float64Array;
+  private readonly slots: number;
+  private readonly widths: Float64Array;
+
+  constructor(terms: readonly Term[]) {
+    const lists = terms.map((t) => t.dist.pieces.filter((q) => q.p > 0));
+    let searched = 0;
+    lists.forEach((l, t) => {
+      if (l.length > lists[searched]!.length) searched = t;
+    });
+    const sign = terms[searched]?.sign ?? 1;
+    // sign·X on a piece (lo, hi] of X is a piece starting at lo (sign +) or −hi (sign −), same width
+    const mine = (lists[searched] ?? [])
+      .map((q) => ({ start: sign > 0 ? q.lo : -q.hi, end: sign > 0 ? q.hi : -q.lo, width: q.hi - q.lo, p: q.p }))
+      .sort((a, b) => a.start - b.start || a.width - b.width);
+    const n = mine.length;
+    this.start = Float64Array.from(mine, (q) => q.start);
+    this.width = Float64Array.from(mine, (q) => q.width);
+    this.prob = Float64Array.from(mine, (q) => q.p);
+    this.endMax = new Float64Array(n);
+    for (let d = 0, m = -Infinity; d < n; d++) this.endMax[d] = m = Math.max(m, mine[d]!.end);
+    this.sufP = new Float64Array(n + 1);
+    this.sufMid = new Float64Array(n + 1);
+    for (let d = n - 1; d >= 0; d--) {
+      const q = mine[d]!;
+      this.sufP[d] = this.sufP[d + 1]! + q.p;
+      this.sufMid[d] = this.sufMid[d + 1]! + q.p * (q.start + q.width / 2);
+    }
+
+    const others = lists.filter((_, t) => t !== searched);
+    const signs = terms.filter((_, t) => t !== searched).map((t) => t.sign);
+    // an empty term (no mass) leaves no combination: every value is 0
+    const count = lists.some((l) => l.length === 0) ? 0 : others.reduce((a, l) => a * l.length, 1);
+    this.slots = Math.max(1, others.length);
+    this.restX = new Float64Array(count);
+    this.restP = new Float64Array(count);
+    this.restSpan = new Float64Array(count);
+    this.restK = new Uint8Array(count);
+    this.restW = new Float64Array(count * this.slots);
+    this.widths = new Float64Array(terms.length);
+    // Odometer over the combinations of the other terms.
+    const idx = new Int32Array(others.length);
+    for (let r = 0; r < count; r++) {
+      let p = 1;
+      let x = 0;
+      let span = 0;
+      let k = 0;
+      for (let t = 0; t < others.length; t++) {
+        const q = others[t]![idx[t]!]!;
+        p *= q.p;
+        if (q.hi === q.lo) x += signs[t]! * q.lo;
+        else {
+          // a negative uniform on (lo, hi] is a positive uniform of the same width starting at −hi
+          x += signs[t]! > 0 ? q.lo : -q.hi;
+          const w = q.hi - q.lo;
+          this.restW[r * this.slots + k++] = w;
+          span += w;
+        }
+      }
+      this.restX[r] = x;
+      this.restP[r] = p;
+      this.restSpan[r] = span;
+      this.restK[r] = k;
+      let t = others.length - 1;
+      while (t >= 0 && ++idx[t]! === others[t]!.length) idx[t--] = 0;
+    }
+  }
+
+  /** The expectation (order 1) or probability (order 0) at this shift. */
+  at(shift: number, order: 0 | 1): number {
+    // Both orders come from the same pieces in one pass, and callers ask for the same shift in a
+    // row (spin, late and the oversleep probability of one sleep): remember the last one.
+    if (shift !== this.lastShift) this.evaluate(shift);
+    return this.last[order]!;
+  }
+
+  private lastShift = NaN;
+  private readonly last = new Float64Array(2);
+
+  private evaluate(shift: number): void {
+    const { start, width, prob, endMax, sufP, sufMid, restX, restP, restSpan, restK, restW, slots, widths, last } = this;
+    const n = start.length;
+    let p0 = 0;
+    let p1 = 0;
+    for (let r = 0; r < restX.length; r++) {
+      const x = shift + restX[r]!;
+      const span = restSpan[r]!;
+      const pr = restP[r]!;
+      // pieces with x + start > 0 lie entirely above 0: the indicator is 1, the positive part linear
+      const above = firstAbove(start, -x);
+      if (above < n) {
+        p0 += pr * sufP[above]!;
+        p1 += pr * ((x + span / 2) * sufP[above]! + sufMid[above]!);
+      }
+      // pieces ending at or below −x − span lie entirely below 0; the rest straddle it
+      const k = restK[r]!;
+      for (let d = firstAbove(endMax, -x - span); d < above; d++) {
+        for (let j = 0; j < k; j++) widths[j] = restW[r * slots + j]!;
+        let count = k;
+        if (width[d]! > 0) widths[count++] = width[d]!;
+        combination(x + start[d]!, widths, count, pair);
+        const q = pr * prob[d]!;
+        p0 += q * pair[0]!;
+        p1 += q * pair[1]!;
       }
     }
-    total += p * combination(x0, widths, k, order);
-    let t = n - 1;
-    while (t >= 0 && ++idx[t]! === lists[t]!.length) idx[t--] = 0;
-    if (t < 0) return total;
+    last[0] = p0;
+    last[1] = p1;
+    this.lastShift = shift;
   }
 }
 
-const kept = new Float64Array(32);
+/** Smallest index i with a[i] > v (a ascending); a.length when none. */
+function firstAbove(a: Float64Array, v: number): number {
+  let lo = 0;
+  let hi = a.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (a[mid]! > v) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
 
-function combination(x0: number, widths: Float64Array, count: number, order: 0 | 1): number {
+/** One evaluation of a PositivePart; prepare one and call `at` when evaluating the same terms at many shifts. */
+export function expectPositive(terms: readonly Term[], shift: number, order: 0 | 1): number {
+  return new PositivePart(terms).at(shift, order);
+}
+
+const kept = new Float64Array(32);
+/** combination's result: [P(· > 0), E[(·)⁺]] */
+const pair = new Float64Array(2);
+
+/** One combination of pieces: writes order 0 and order 1 into `out` (they share every vertex). */
+function combination(x0: number, widths: Float64Array, count: number, out: Float64Array): void {
   let span = 0;
   for (let j = 0; j < count; j++) span += widths[j]!;
-  if (x0 + span <= 0) return 0;
+  if (x0 + span <= 0) {
+    out[0] = out[1] = 0;
+    return;
+  }
   // Entirely positive: the indicator is 1 and the positive part is linear (mean of the sum).
-  if (x0 > 0 || (x0 === 0 && count > 0)) return order === 0 ? 1 : x0 + span / 2;
+  if (x0 > 0 || (x0 === 0 && count > 0)) {
+    out[0] = 1;
+    out[1] = x0 + span / 2;
+    return;
+  }
   // Narrow pieces relative to the scale lose digits in the finite differences: use their midpoints.
   const scale = Math.max(Math.abs(x0), Math.abs(x0 + span));
   let base = x0;
@@ -167,25 +299,29 @@ function combination(x0: number, widths: Float64Array, count: number, order: 0 |
     if (w < NARROW * scale) base += w / 2;
     else kept[k++] = w;
   }
-  const pow = k + order;
-  if (pow === 0) return base > 0 ? 1 : 0;
-  const denom = factorial(pow);
-  // Σ over the 2^k vertices of the box with alternating signs.
-  let acc = 0;
+  // Σ over the 2^k vertices of the box with alternating signs, of x^k (order 0) and x^(k+1) (order 1).
+  let acc0 = 0;
+  let acc1 = 0;
   let prod = 1;
   for (let j = 0; j < k; j++) prod *= kept[j]!;
   for (let mask = 0; mask < 1 << k; mask++) {
     let x = base;
-    let bits = 0;
+    let odd = k & 1;
     for (let j = 0; j < k; j++) {
       if (mask & (1 << j)) {
         x += kept[j]!;
-        bits++;
+        odd ^= 1;
       }
     }
-    if (x > 0) acc += ((k - bits) % 2 === 0 ? 1 : -1) * x ** pow;
+    if (x > 0) {
+      // x^k by multiplication (k is small): Math.pow is the slowest step of this hot loop
+      let xk = 1;
+      for (let e = 0; e < k; e++) xk *= x;
+      acc0 += odd ? -xk : xk;
+      acc1 += odd ? -xk * x : xk * x;
+    }
   }
-  const v = acc / denom / prod;
   // Clamp rounding noise into the valid range.
-  return order === 0 ? Math.min(1, Math.max(0, v)) : Math.max(0, v);
+  out[0] = Math.min(1, Math.max(0, acc0 / FACTORIAL[k]! / prod));
+  out[1] = Math.max(0, acc1 / FACTORIAL[k + 1]! / prod);
 }

@@ -3,7 +3,7 @@
 //   cpu(s)     = spin(s) + c_sw·[s > 0]
 //   late(s)    = E[max(0, s + O − D)]
 //   latency(s) = E[max(D, s + O)] = E[D] + late(s)
-import { expectPositive, mean, restrictAbove, supportMin, totalMass, type Term } from './dist.js';
+import { expectPositive, mean, PositivePart, restrictAbove, supportMin, totalMass } from './dist.js';
 import type { Dist, PolicyName, PolicyOutcome } from './types.js';
 
 export interface ModelParams {
@@ -25,7 +25,8 @@ export class CostModel {
   readonly minO: number;
   /** the latency budget in ns: budget · E[D] */
   readonly budgetNs: number;
-  private readonly dMinusO: Term[];
+  /** D − O, prepared once: every policy and every step of the best_static search evaluates it */
+  private readonly dMinusO: PositivePart;
 
   constructor(
     readonly fD: Dist,
@@ -38,14 +39,14 @@ export class CostModel {
     this.minD = supportMin(fD);
     this.minO = supportMin(fO);
     this.budgetNs = params.latencyBudget * this.meanD;
-    this.dMinusO = [
+    this.dMinusO = new PositivePart([
       { dist: fD, sign: 1 },
       { dist: fO, sign: -1 },
-    ];
+    ]);
   }
 
   spin(s: number): number {
-    return s > 0 ? expectPositive(this.dMinusO, -s, 1) : this.meanD;
+    return s > 0 ? this.dMinusO.at(-s, 1) : this.meanD;
   }
 
   cpu(s: number): number {
@@ -69,7 +70,7 @@ export class CostModel {
 
   /** P(D ≤ s + O): the I/O is already complete at wake-up. */
   oversleepProbability(s: number): number {
-    return s > 0 ? 1 - expectPositive(this.dMinusO, -s, 0) : 0;
+    return s > 0 ? 1 - this.dMinusO.at(-s, 0) : 0;
   }
 
   outcome(s: number): Outcome {
@@ -95,8 +96,12 @@ export class CostModel {
    */
   mixedOutcome(slept: number, fS: Dist): Outcome {
     if (!(slept > 0) || !fS.pieces.length) return this.outcome(0);
-    const terms: Term[] = [...this.dMinusO, { dist: fS, sign: -1 }];
-    const spinSlept = expectPositive(terms, 0, 1);
+    const dMinusOMinusS = new PositivePart([
+      { dist: this.fD, sign: 1 },
+      { dist: this.fO, sign: -1 },
+      { dist: fS, sign: -1 },
+    ]);
+    const spinSlept = dMinusOMinusS.at(0, 1);
     const meanS = mean(fS);
     const lateSlept = this.noiseFree(spinSlept - (this.meanD - this.meanO - meanS));
     const spinNs = (1 - slept) * this.meanD + slept * spinSlept;
@@ -110,7 +115,7 @@ export class CostModel {
       lateNs,
       latencyNs,
       cpuShare: cpuNs / latencyNs,
-      oversleepProbability: slept * (1 - expectPositive(terms, 0, 0)),
+      oversleepProbability: slept * (1 - dMinusOMinusS.at(0, 0)),
       meetsBudget: lateNs <= this.budgetNs * (1 + 1e-9),
     };
   }
@@ -173,7 +178,8 @@ function oracleOutcome(m: CostModel): Outcome {
   const pSleeps = totalMass(dSleeps);
   const excessOverC = expectPositive([{ dist: m.fD, sign: 1 }], -c, 1);
   const cpuNs = m.meanD - excessOverC; // E[min(D, c)]
-  const sleepNs = expectPositive([{ dist: dSleeps, sign: 1 }, { dist: m.fO, sign: -1 }], 0, 1);
+  const sleepsMinusO = new PositivePart([{ dist: dSleeps, sign: 1 }, { dist: m.fO, sign: -1 }]);
+  const sleepNs = sleepsMinusO.at(0, 1);
   const lateNs = expectPositive([{ dist: m.fO, sign: 1 }, { dist: dSleeps, sign: -1 }], 0, 1);
   const latencyNs = m.meanD + lateNs;
   return {
@@ -183,7 +189,7 @@ function oracleOutcome(m: CostModel): Outcome {
     lateNs,
     latencyNs,
     cpuShare: cpuNs / latencyNs,
-    oversleepProbability: pSleeps - expectPositive([{ dist: dSleeps, sign: 1 }, { dist: m.fO, sign: -1 }], 0, 0),
+    oversleepProbability: pSleeps - sleepsMinusO.at(0, 0),
     meetsBudget: lateNs <= m.budgetNs * (1 + 1e-9),
   };
 }
