@@ -6,28 +6,44 @@ import { NB, upperNs } from './buckets.js';
 
 export const emptyHist = (): BucketHist => ({ buckets: [], count: 0, sumNs: 0, aux0: 0, aux1: 0 });
 
-const asMap = (h: BucketHist): Map<number, number> => {
-  const m = new Map<number, number>();
-  for (const [i, c] of h.buckets) m.set(i, (m.get(i) ?? 0) + c);
-  return m;
+/**
+ * Dense scratch for bucket arithmetic: the model runs these for every histogram of every device on
+ * every scrape, and a Map per operation was most of the window's cost. Indices are on the grid
+ * (checkHist runs on every reading before it reaches here); `collect` leaves the scratch zeroed.
+ */
+const scratch = new Float64Array(NB);
+
+const add = (h: BucketHist, sign: 1 | -1): void => {
+  for (const [i, c] of h.buckets) scratch[i] = scratch[i]! + sign * c;
 };
 
-const fromMap = (m: Map<number, number>): [number, number][] =>
-  [...m.entries()].filter(([, c]) => c !== 0).sort((a, b) => a[0] - b[0]);
+const collect = (): [number, number][] => {
+  const out: [number, number][] = [];
+  for (let i = 0; i < NB; i++) {
+    const c = scratch[i]!;
+    if (c !== 0) {
+      out.push([i, c]);
+      scratch[i] = 0;
+    }
+  }
+  return out;
+};
 
 /** True when `cur` cannot have grown from `prev`: a bucket, the count, a sum or an aux field went down. */
 export function histReset(prev: BucketHist, cur: BucketHist): boolean {
   if (cur.count < prev.count || cur.sumNs < prev.sumNs || cur.aux0 < prev.aux0 || cur.aux1 < prev.aux1) return true;
-  const c = asMap(cur);
-  return prev.buckets.some(([i, n]) => (c.get(i) ?? 0) < n);
+  add(cur, 1);
+  const reset = prev.buckets.some(([i, n]) => scratch[i]! < n);
+  for (const [i] of cur.buckets) scratch[i] = 0;
+  return reset;
 }
 
 /** cur − prev, bucket by bucket (caller checked there was no reset). */
 export function histDelta(prev: BucketHist, cur: BucketHist): BucketHist {
-  const m = asMap(cur);
-  for (const [i, n] of prev.buckets) m.set(i, (m.get(i) ?? 0) - n);
+  add(cur, 1);
+  add(prev, -1);
   return {
-    buckets: fromMap(m),
+    buckets: collect(),
     count: cur.count - prev.count,
     sumNs: cur.sumNs - prev.sumNs,
     aux0: cur.aux0 - prev.aux0,
@@ -36,9 +52,9 @@ export function histDelta(prev: BucketHist, cur: BucketHist): BucketHist {
 }
 
 export function histSum(a: BucketHist, b: BucketHist): BucketHist {
-  const m = asMap(a);
-  for (const [i, n] of b.buckets) m.set(i, (m.get(i) ?? 0) + n);
-  return { buckets: fromMap(m), count: a.count + b.count, sumNs: a.sumNs + b.sumNs, aux0: a.aux0 + b.aux0, aux1: a.aux1 + b.aux1 };
+  add(a, 1);
+  add(b, 1);
+  return { buckets: collect(), count: a.count + b.count, sumNs: a.sumNs + b.sumNs, aux0: a.aux0 + b.aux0, aux1: a.aux1 + b.aux1 };
 }
 
 /** What the series gained from prev to cur; after a reset everything in cur is new (as PromQL increase()). */
