@@ -99,7 +99,7 @@ export function replayCommand(): Command {
     }).catch((e: unknown) => cmd.error(`error: ${e instanceof Error ? e.message : String(e)}`));
     const { app, summary } = built;
     const addr = raw['web.listenAddress'] as ListenAddress;
-    const server = listenWeb(app, { ...addr, ...(webConfigFile !== undefined ? { configFile: webConfigFile } : {}) }, log);
+    const server = listenWeb(app, { ...addr, metricsPath: raw['web.telemetryPath'] as string, ...(webConfigFile !== undefined ? { configFile: webConfigFile } : {}) }, log);
     server.on('listening', () => {
       const a = server.address();
       log.info('replaying', {

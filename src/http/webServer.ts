@@ -285,7 +285,7 @@ export interface ListenOptions {
   /** --web.config.file; undefined: plain HTTP with no auth */
   configFile?: string;
   /** --web.telemetry-path: /healthz stays open to probes only if metrics are not served there */
-  metricsPath?: string;
+  metricsPath: string;
 }
 
 /**
@@ -299,7 +299,7 @@ export function listenWeb(app: RequestListener, o: ListenOptions, log: Logger): 
   } else {
     const source = new WebConfigSource(o.configFile, log);
     // Express matches routes case-insensitively: compare the same way.
-    const handler = guard(source, app, (o.metricsPath ?? '/metrics').toLowerCase().replace(/\/+$/, '') !== '/healthz');
+    const handler = guard(source, app, o.metricsPath.toLowerCase().replace(/\/+$/, '') !== '/healthz');
     const secure = source.current?.secure;
     if (secure) {
       const https = createHttpsServer({ ...secure }, handler);

@@ -57,7 +57,7 @@ describe('concurrent scrapes', () => {
     const server = listenWeb((req: IncomingMessage, res: ServerResponse) => {
       if (++arrived === 100) release();
       app(req, res);
-    }, { host: '127.0.0.1', port: 0 }, log);
+    }, { host: '127.0.0.1', port: 0, metricsPath: '/metrics' }, log);
     await new Promise<void>((r) => server.once('listening', () => r()));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`;
     try {
