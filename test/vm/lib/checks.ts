@@ -186,9 +186,6 @@ export function check4(s: SessionRuns, sc: Scenario): CheckResult[] {
     for (const tracing of ['fentry', 'tracepoint'] as const) {
       const tu = s.pairs(sc.id, [tracing, mode], ['untraced', mode]);
       const iops = paired(tu, (a, b) => relErr(a.driver.iops, b.driver.iops), BOUNDS.unchanged);
-      // Under TCG every guest CPU cycle competes for the same host cores: show what the exporter spent.
-      const excpu = tu.map(([a]) => a.exporter?.exporterCpuSeconds).filter((x): x is number => x !== undefined);
-      if (excpu.length) iops.measured += `; exporter process CPU during the run ${excpu.map((x) => `${x.toFixed(2)} s`).join(', ')}`;
       const cpu = paired(tu, (a, b) => relErr(a.driver.cpuUtil, b.driver.cpuUtil), BOUNDS.unchanged);
       // Sleeps per I/O is ~0 in classic mode: compare in absolute terms (0.1 sleeps per I/O).
       const spi = paired(tu, (a, b) => a.driver.sleepsPerIo - b.driver.sleepsPerIo, BOUNDS.unchanged, (e) => `${e >= 0 ? '+' : ''}${e.toFixed(3)}/IO`);

@@ -28,8 +28,6 @@ export interface ExporterFigures {
   wastedCores: number | undefined;
   currentSleep: number | undefined;
   optimalSleep: number | undefined;
-  /** CPU the exporter process itself used between the scrapes (Node; not the BPF programs) */
-  exporterCpuSeconds: number | undefined;
   /** host state */
   era: string | undefined;
   pollPath: string | undefined;
@@ -113,7 +111,6 @@ export function exporterFigures(r: RunRecord): ExporterFigures | undefined {
     wastedCores: value(a, 'hybridpoll_wasted_cpu_cores', dev),
     currentSleep: value(a, 'hybridpoll_current_sleep_seconds', dev),
     optimalSleep: value(a, 'hybridpoll_optimal_sleep_seconds', dev),
-    exporterCpuSeconds: delta(b, a, 'process_cpu_seconds_total'),
     era,
     pollPath,
     pollHctx: value(a, 'hybridpoll_device_hw_queues', { ...dev, type: 'poll' }),

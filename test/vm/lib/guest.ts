@@ -78,7 +78,11 @@ async function freePort(): Promise<number> {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function qemuArgs(o: BootOptions, ports: { agent: number; exporter: number }, consoleLog: string): string[] {
-  const accel = o.accel === 'kvm' ? ['-accel', 'kvm', '-cpu', 'host'] : ['-accel', 'tcg,thread=multi', '-cpu', 'max'];
+  // TCG runs both vCPUs on one host thread (thread=single): with one thread per vCPU (the default
+  // thread=multi) the guest kernel's int3-based live patching (text_poke, used when BPF programs and
+  // tracepoints attach) raced with stale translated code on the other vCPU and the guest oopsed in
+  // __schedule ("Oops: int3") in about one exporter start in seventy, and once at boot.
+  const accel = o.accel === 'kvm' ? ['-accel', 'kvm', '-cpu', 'host'] : ['-accel', 'tcg,thread=single', '-cpu', 'max'];
   const args = [
     ...accel,
     '-m', String(o.memMiB), '-smp', String(o.smp), '-no-reboot', '-nodefaults', '-display', 'none',

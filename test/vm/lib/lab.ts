@@ -77,7 +77,7 @@ export interface LabOptions {
 
 export function labOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LabOptions {
   const secs = Number(env.HPVM_SECS ?? 8);
-  const reps = Number(env.HPVM_REPS ?? 1);
+  const reps = Number(env.HPVM_REPS ?? 2);
   if (!(secs > 0) || !Number.isInteger(reps) || reps < 1) throw new Error('HPVM_SECS must be > 0 and HPVM_REPS a positive integer');
   return { secs, reps, ...(env.HPVM_SCENARIOS ? { only: env.HPVM_SCENARIOS.split(',') } : {}) };
 }
