@@ -47,6 +47,7 @@ function scrape(e: Exp): string {
     `hybridpoll_sleep_efficiency_ratio${d} 0.5`,
     `hybridpoll_wasted_cpu_cores${d} 0.1`,
   ];
+  if (e.hptS !== undefined) lines.push(`hybridpoll_current_sleep_seconds${d} ${e.hptS / 2}`);
   if (e.measuredPerIo !== undefined) lines.push(`hybridpoll_measured_cpu_seconds_per_io${d} ${e.measuredPerIo}`);
   if (e.classicPerIo !== undefined) lines.push(`hybridpoll_policy_cpu_seconds_per_io{device="nvme0n1",policy="classic"} ${e.classicPerIo}`);
   if (e.hptS !== undefined) {
