@@ -116,7 +116,11 @@ export function addHostOptions(cmd: Command): Command {
 
 type Raw = Record<string, unknown>;
 
-export function hostOptionsOf(raw: Raw): HostOptions {
+/** The host options of a command; exits with a one-line error on a conflicting device filter. */
+export function hostOptionsOf(raw: Raw, cmd: Command): HostOptions {
+  if (raw['collector.deviceInclude'] && cmd.getOptionValueSource('collector.deviceExclude') === 'cli') {
+    cmd.error('error: --collector.device-include and --collector.device-exclude are mutually exclusive');
+  }
   const include = raw['collector.deviceInclude'] as RegExp | undefined;
   const excludeSet = raw['collector.deviceExclude'] as RegExp | undefined;
   const onlyExplicit = raw['collector.disableDefaults'] === true;

@@ -28,10 +28,7 @@ export function recordCommand(): Command {
     .option('--description <text>', 'free text stored in the recording header', '');
   addHostOptions(cmd);
   cmd.action(async (raw: Record<string, unknown>, self: Command) => {
-    if (raw['collector.deviceInclude'] && self.getOptionValueSource('collector.deviceExclude') === 'cli') {
-      self.error('error: --collector.device-include and --collector.device-exclude are mutually exclusive');
-    }
-    const o = hostOptionsOf(raw);
+    const o = hostOptionsOf(raw, self);
     const log = createLogger(o.logLevel);
     const output = raw['output'] as string;
     const intervalMs = (raw['interval'] as number) * 1000;

@@ -89,8 +89,8 @@ export function reportCommand(): Command {
     .option('--output <file>', 'write the report to this file instead of standard output')
     .option('--from-recording <file>', 'analyse a recording made by `record` instead of this host');
   addHostOptions(cmd);
-  cmd.action(async (raw: Record<string, unknown>) => {
-    const o = hostOptionsOf(raw);
+  cmd.action(async (raw: Record<string, unknown>, self: Command) => {
+    const o = hostOptionsOf(raw, self);
     const seconds = raw['duration'] as number | undefined;
     const file = raw['fromRecording'] as string | undefined;
     const abort = new AbortController();

@@ -40,10 +40,7 @@ export function serveCommand(): Command {
   addWebOptions(cmd);
   addHostOptions(cmd);
   cmd.action(async (raw: Record<string, unknown>, self: Command) => {
-    if (raw['collector.deviceInclude'] && self.getOptionValueSource('collector.deviceExclude') === 'cli') {
-      self.error('error: --collector.device-include and --collector.device-exclude are mutually exclusive');
-    }
-    const o = hostOptionsOf(raw);
+    const o = hostOptionsOf(raw, self);
     const log = createLogger(o.logLevel);
     const webConfigFile = raw['web.config.file'] as string | undefined;
     // An invalid web config ends the command (exit 1, reason on stderr) before anything starts.

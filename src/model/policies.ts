@@ -4,7 +4,7 @@
 //   late(s)    = E[max(0, s + O − D)]
 //   latency(s) = E[max(D, s + O)] = E[D] + late(s)
 import { expectPositive, mean, PositivePart, restrictAbove, supportMin, totalMass } from './dist.js';
-import type { Dist, PolicyName, PolicyOutcome } from './types.js';
+import { POLICIES, type Dist, type PolicyName, type PolicyOutcome } from './types.js';
 
 export interface ModelParams {
   /** c_sw: on-CPU cost of one sleep/wake pair, ns */
@@ -214,15 +214,7 @@ export function policySleep(policy: Exclude<PolicyName, 'oracle'>, m: CostModel)
   }
 }
 
-const STATIC: Exclude<PolicyName, 'oracle'>[] = [
-  'classic',
-  'blkmq_half_mean',
-  'blkmq_fixed',
-  'three_quarter_mean',
-  'min_minus_wake',
-  'iouring_half_min',
-  'best_static',
-];
+const STATIC = POLICIES.filter((p): p is Exclude<PolicyName, 'oracle'> => p !== 'oracle');
 
 /** The what-if table: every policy that can be evaluated, in POLICIES order. */
 export function evaluatePolicies(m: CostModel): PolicyOutcome[] {

@@ -32,6 +32,12 @@ describe('command line', () => {
     expect(r.stderr.split('\n').filter((l) => l.startsWith('error:'))).toHaveLength(1);
   });
 
+  it.each(['record', 'report'])('%s refuses conflicting device filters too', (command) => {
+    const r = run([command, '--collector.device-include', 'nvme', '--collector.device-exclude', 'loop']);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/mutually exclusive/);
+  });
+
   it('exits non-zero with a clear message when the port is taken', async () => {
     const a = await startExporter([...fixtureArgs('no-nvme'), '--no-collector.bpf']);
     try {
