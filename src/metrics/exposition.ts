@@ -42,24 +42,39 @@ function valueString(v: number): string {
   return `${v}`;
 }
 
-function labelString(labels: Partial<Record<string, string | number>> | undefined): string {
-  let out = '';
-  for (const k in labels) {
-    out += `${out ? ',' : '{'}${k}="${escapeLabelValue(labels[k])}"`;
+/**
+ * `name="value"` pairs, formatted once per serialize() call: the same device names and `le`
+ * boundaries recur on thousands of samples, and a flat cached string is cheaper than a new one.
+ */
+class PairCache {
+  private readonly byName = new Map<string, Map<string | number | undefined, string>>();
+
+  pair(name: string, value: string | number | undefined): string {
+    let values = this.byName.get(name);
+    if (!values) this.byName.set(name, (values = new Map()));
+    let p = values.get(value);
+    if (p === undefined) values.set(value, (p = `${name}="${escapeLabelValue(value)}"`));
+    return p;
   }
-  return out ? `${out}}` : '';
 }
 
-function familyText(f: ExposedFamily, openMetrics: boolean): string {
+function labelString(labels: Partial<Record<string, string | number>> | undefined, pairs: PairCache): string {
+  let out = '';
+  for (const k in labels) out = out === '' ? '{' + pairs.pair(k, labels[k]) : out + ',' + pairs.pair(k, labels[k]);
+  return out === '' ? '' : out + '}';
+}
+
+/** Appends a family's lines. One flat array joined once: appending to a string instead built
+ * ropes tens of thousands deep whose flattening and garbage cost more than the formatting. */
+function familyLines(f: ExposedFamily, openMetrics: boolean, lines: string[], pairs: PairCache): void {
   // OpenMetrics names a counter family without `_total` and its samples with it.
   const counter = openMetrics && f.type === 'counter';
   const name = escapeString(counter ? f.name.replace(/_total$/, '') : f.name);
-  let out = `# HELP ${name} ${escapeString(f.help)}\n# TYPE ${name} ${f.type}`;
+  lines.push(`# HELP ${name} ${escapeString(f.help)}`, `# TYPE ${name} ${f.type}`);
+  const plain = counter ? `${name}_total` : name;
   for (const s of f.samples) {
-    const series = s.suffix ? f.name + s.suffix : counter ? `${name}_total` : name;
-    out += `\n${series}${labelString(s.labels)} ${valueString(s.value)}`;
+    lines.push(`${s.suffix ? f.name + s.suffix : plain}${labelString(s.labels, pairs)} ${valueString(s.value)}`);
   }
-  return out;
 }
 
 /** prom-client's JSON shape to ours: a histogram sample's full series name becomes its suffix. */
@@ -83,12 +98,16 @@ export function fromPromClient(m: PromClientFamily): ExposedFamily {
 export function serialize(families: readonly ExposedFamily[], format: Format): string {
   const openMetrics = format === 'openmetrics';
   const seen = new Set<string>();
-  const parts: string[] = [];
+  const lines: string[] = [];
+  const pairs = new PairCache();
   for (const f of families) {
     if (f.samples.length === 0) continue;
     if (seen.has(f.name)) throw new Error(`metric family ${f.name} exposed twice`);
+    // Prometheus text separates families with a blank line, as prom-client did.
+    if (seen.size > 0 && !openMetrics) lines.push('');
     seen.add(f.name);
-    parts.push(familyText(f, openMetrics));
+    familyLines(f, openMetrics, lines, pairs);
   }
-  return openMetrics ? `${parts.join('\n')}\n# EOF\n` : `${parts.join('\n\n')}\n`;
+  // With no family at all prom-client still wrote the separator: an empty line before the end.
+  return `${lines.join('\n')}\n${openMetrics ? '# EOF\n' : ''}`;
 }

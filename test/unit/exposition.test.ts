@@ -79,6 +79,7 @@ describe('direct exposition serializer', () => {
     const f: MetricFamily = { name: 'hp_x', help: 'h', type: 'gauge', samples: [{ labels: {}, value: 2 }] };
     expect(serialize([{ ...f, name: 'hp_empty', samples: [] }, f], 'prometheus')).toBe('# HELP hp_x h\n# TYPE hp_x gauge\nhp_x 2\n');
     expect(() => serialize([f, f], 'prometheus')).toThrow(/hp_x exposed twice/);
+    for (const format of ['prometheus', 'openmetrics'] as const) expect(serialize([], format)).toBe(await viaPromClient([], format));
     await expect(render([f, f], 'openmetrics')).rejects.toThrow(/twice/);
   });
 });
