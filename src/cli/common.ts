@@ -1,6 +1,7 @@
 // Options shared by the commands that read the host (serve, report, record).
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { LOG_LEVELS, type LogLevel } from '../log.js';
+import { DEFAULT_FULL_HISTOGRAMS, parseHistogramList } from '../metrics/bpf.js';
 import type { CollectorName } from '../snapshot/types.js';
 
 export const TOGGLABLE: readonly CollectorName[] = ['sysfs', 'debugfs', 'era', 'bpf', 'model'];
@@ -11,7 +12,7 @@ export interface HostOptions {
   deviceInclude?: RegExp;
   deviceExclude?: RegExp;
   logLevel: LogLevel;
-  bpf: { enable: 'auto' | 'on' | 'off'; loader?: string; timeoutMs: number; bucketsKeepEvery: number; forceTracepoint: boolean };
+  bpf: { enable: 'auto' | 'on' | 'off'; loader?: string; timeoutMs: number; bucketsKeepEvery: number; fullHistograms: string[]; forceTracepoint: boolean };
   model: { windowSeconds: number; latencyBudget: number };
 }
 
@@ -51,6 +52,15 @@ export function durationArg(v: string): number {
   const mult = { ms: 0.001, s: 1, m: 60, h: 3600 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
   if (n <= 0) throw new InvalidArgumentError('must be longer than zero');
   return n * mult;
+}
+
+/** --bpf.histograms: the histograms exposed with all their buckets (see src/metrics/bpf.ts). */
+export function histogramListArg(v: string): string[] {
+  try {
+    return parseHistogramList(v);
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message);
+  }
 }
 
 export const DEFAULT_LISTEN = ':9742';
@@ -110,7 +120,10 @@ export function addHostOptions(cmd: Command): Command {
     .option('--bpf.force-tracepoint', 'never use fentry/fexit: measure hybrid polling with the tracepoint-only path (see src/bpf/README.md)')
     .addOption(parsed('--bpf.timeout <duration>', 'how long one scrape waits for the BPF loader', durationArg, '1s'))
     .addOption(new Option('--bpf.buckets <keep>', 'histogram bucket boundaries to expose: all (4 per power of two), half, or pow2 (1 per power of two)')
-      .choices(['all', 'half', 'pow2']).default('pow2'));
+      .choices(['all', 'half', 'pow2']).default('pow2'))
+    .addOption(parsed('--bpf.histograms <list>',
+      'histograms exposed with all their buckets: comma-separated names (io_latency, poll_spin, …; the metric name without hybridpoll_ and _seconds), all or none; the others expose only le="+Inf" with _sum and _count, to keep series per device low',
+      histogramListArg, DEFAULT_FULL_HISTOGRAMS.join(',')));
   return addLogOption(addModelOptions(cmd));
 }
 
@@ -146,6 +159,7 @@ export function hostOptionsOf(raw: Raw, cmd: Command): HostOptions {
       ...(raw['bpf.loader'] ? { loader: raw['bpf.loader'] as string } : {}),
       timeoutMs: (raw['bpf.timeout'] as number) * 1000,
       bucketsKeepEvery: { all: 1, half: 2, pow2: 4 }[keep],
+      fullHistograms: raw['bpf.histograms'] as string[],
       forceTracepoint: raw['bpf.forceTracepoint'] === true,
     },
     model: { windowSeconds: raw['model.window'] as number, latencyBudget: raw['model.latencyBudget'] as number },

@@ -55,7 +55,7 @@ export function serveCommand(): Command {
     const bpf = await bpfSourceOf(o, log);
     const model = o.collectors.model ? new EfficiencyModel({ windowSeconds: o.model.windowSeconds, latencyBudget: o.model.latencyBudget }) : undefined;
     const engine = new SnapshotEngine(liveReader(hostReaderOf(o), bpf, log, o.collectors.bpf), model, log);
-    const app = createApp({ engine, log, processMetrics: processRegistry(), metricsPath: raw['web.telemetryPath'] as string, bpf: { keepEvery: o.bpf.bucketsKeepEvery } });
+    const app = createApp({ engine, log, processMetrics: processRegistry(), metricsPath: raw['web.telemetryPath'] as string, bpf: { keepEvery: o.bpf.bucketsKeepEvery, fullHistograms: o.bpf.fullHistograms } });
     const addr = raw['web.listenAddress'] as ListenAddress;
     const server = listenWeb(app, { ...addr, metricsPath: raw['web.telemetryPath'] as string, ...(webConfigFile !== undefined ? { configFile: webConfigFile } : {}) }, log);
     server.on('listening', () => {

@@ -8,9 +8,20 @@ import { family, PREFIX, type Labels, type MetricFamily, type Sample } from './f
 export interface BpfExposition {
   /** keep every bucket boundary (1), every second (2) or only powers of two (4): --bpf.buckets */
   keepEvery: number;
+  /**
+   * Histograms exposed with all their buckets (short names, HISTOGRAM_NAMES: --bpf.histograms);
+   * the others expose only le="+Inf" with _sum and _count. Default DEFAULT_FULL_HISTOGRAMS.
+   */
+  fullHistograms?: readonly string[];
 }
 
-export const DEFAULT_EXPOSITION: BpfExposition = { keepEvery: 4 };
+/**
+ * Histograms with full buckets by default: the only one a dashboard or rule takes quantiles of.
+ * Every other kind costs ~33 series per device in buckets that nothing reads (--bpf.histograms).
+ */
+export const DEFAULT_FULL_HISTOGRAMS: readonly string[] = ['io_latency'];
+
+export const DEFAULT_EXPOSITION: BpfExposition = { keepEvery: 4, fullHistograms: DEFAULT_FULL_HISTOGRAMS };
 
 /**
  * Boundaries below this are not exposed: nothing the kernel does in a poll loop is shorter, and
@@ -87,26 +98,93 @@ function deviceNames(s: Snapshot): Map<string, string> {
   return m;
 }
 
-function histogramFamily(name: string, help: string, series: { labels: Labels; h: BucketHist }[], keepEvery: number): MetricFamily {
-  const samples: Sample[] = [];
-  for (const { labels, h } of series) {
-    for (const b of promBuckets(h, keepEvery)) {
-      samples.push({ labels: { ...labels, le: b.le === Infinity ? '+Inf' : String(b.le) }, value: b.count, suffix: '_bucket' });
+/** The --bpf.histograms name of a histogram: its metric name without the prefix and `_seconds`. */
+const shortName = (metric: string): string => metric.replace(/_seconds$/, '');
+
+/** Valid --bpf.histograms names, in exposition order. */
+export const HISTOGRAM_NAMES: readonly string[] = HISTOGRAMS.map(([, name]) => shortName(name));
+
+/**
+ * A --bpf.histograms value: comma-separated HISTOGRAM_NAMES, `all` or `none`, → the names with full
+ * buckets. Throws with the valid names on anything else.
+ */
+export function parseHistogramList(v: string): string[] {
+  const items = v.split(',').map((x) => x.trim()).filter((x) => x !== '');
+  if (items.length === 1 && items[0] === 'all') return [...HISTOGRAM_NAMES];
+  if (items.length === 1 && items[0] === 'none') return [];
+  const unknown = items.filter((x) => !HISTOGRAM_NAMES.includes(x));
+  if (items.length === 0 || unknown.length > 0) {
+    const what = items.length === 0 ? 'no histogram named' : `unknown histogram ${unknown.map((x) => `"${x}"`).join(', ')}`;
+    throw new Error(`${what}; expected all, none or a comma-separated list of: ${HISTOGRAM_NAMES.join(', ')}`);
+  }
+  return HISTOGRAM_NAMES.filter((x) => items.includes(x));
+}
+
+/** Exposed bucket indices and their `le` strings for a keepEvery, computed once. */
+const boundaries = new Map<number, { index: number[]; le: string[] }>();
+function boundariesOf(keepEvery: number): { index: number[]; le: string[] } {
+  let b = boundaries.get(keepEvery);
+  if (!b) {
+    b = { index: [], le: [] };
+    for (let i = 0; i < OVERFLOW; i++) {
+      if (exposed(i, keepEvery)) {
+        b.index.push(i);
+        b.le.push(String(upperNs(i) / 1e9));
+      }
     }
+    boundaries.set(keepEvery, b);
+  }
+  return b;
+}
+
+/**
+ * One histogram family. With `full`, the buckets of promBuckets (same boundaries and counts, built
+ * without a Map, a PromBucket or an object spread per sample); without, only le="+Inf" (= _count)
+ * with _sum and _count: still a valid histogram, ~33 fewer series per device at pow2.
+ */
+function histogramFamily(name: string, help: string, series: { device: string; h: BucketHist }[], keepEvery: number, full: boolean): MetricFamily {
+  const samples: Sample[] = [];
+  const { index, le } = boundariesOf(keepEvery);
+  const counts = new Float64Array(OVERFLOW + 1);
+  for (const { device, h } of series) {
+    counts.fill(0);
+    let total = 0;
+    for (const [i, c] of h.buckets) {
+      // as promBuckets: an index off the grid counts nowhere, and then +Inf ≠ _count throws below
+      if (i >= 0 && i <= OVERFLOW) {
+        counts[i] = counts[i]! + c;
+        total += c;
+      }
+    }
+    if (full) {
+      let cum = 0;
+      let k = 0;
+      for (let j = 0; j < index.length; j++) {
+        const i = index[j]!;
+        for (; k <= i; k++) cum += counts[k]!;
+        samples.push({ labels: { device, le: le[j]! }, value: cum, suffix: '_bucket' });
+      }
+    }
+    // +Inf is every bucket, overflow included; it must equal _count (checkPromBuckets' invariant).
+    if (total !== h.count) checkPromBuckets([{ le: Infinity, count: total }], h.count);
+    samples.push({ labels: { device, le: '+Inf' }, value: total, suffix: '_bucket' });
+    const labels: Labels = { device };
     samples.push({ labels, value: h.sumNs / 1e9, suffix: '_sum' });
     samples.push({ labels, value: h.count, suffix: '_count' });
   }
   return { name: PREFIX + name, type: 'histogram', help, samples };
 }
 
-function timingFamilies(bpf: BpfSnapshot, names: Map<string, string>, keepEvery: number): MetricFamily[] {
+function timingFamilies(bpf: BpfSnapshot, names: Map<string, string>, o: BpfExposition): MetricFamily[] {
   const label = (dev: string) => names.get(dev) ?? dev;
+  const full = o.fullHistograms ?? DEFAULT_FULL_HISTOGRAMS;
   const out = HISTOGRAMS.map(([kind, name, help]) =>
     histogramFamily(
       name,
       help,
-      bpf.devices.flatMap((d) => (d.hists[kind] ? [{ labels: { device: label(d.dev) }, h: d.hists[kind]! }] : [])),
-      keepEvery,
+      bpf.devices.flatMap((d) => (d.hists[kind] ? [{ device: label(d.dev), h: d.hists[kind]! }] : [])),
+      o.keepEvery,
+      full.includes(shortName(name)),
     ),
   );
   const devs = Object.entries(bpf.deviceCounters);
@@ -170,5 +248,5 @@ function selfFamilies(s: Snapshot): MetricFamily[] {
  */
 export function bpfFamilies(s: Snapshot, o: BpfExposition = DEFAULT_EXPOSITION): MetricFamily[] {
   if (s.bpfStatus.mode === 'off' && !s.bpf) return [];
-  return [...selfFamilies(s), ...(s.bpf ? timingFamilies(s.bpf, deviceNames(s), o.keepEvery) : [])];
+  return [...selfFamilies(s), ...(s.bpf ? timingFamilies(s.bpf, deviceNames(s), o) : [])];
 }
