@@ -1,0 +1,21 @@
+// The legacy-era checks of issue 8 on one boot of the bullseye guest (kernel 5.10, block-layer
+// hybrid polling; see test/vm/setup.ts and docs/validation.md). Each failure message has the numbers.
+import { readFileSync } from 'node:fs';
+import { describe, expect, inject, it } from 'vitest';
+import { allLegacyChecks } from './lib/legacy-checks.js';
+import type { LegacySession } from './lib/legacy.js';
+
+const skip = inject('vmLegacySkip');
+if (skip) console.warn(`*** SKIPPED: ${skip} ***`);
+
+describe.skipIf(!!skip)('guest VM, bullseye 5.10: legacy block-layer hybrid polling, measured by the exporter', () => {
+  const session = skip ? undefined : (JSON.parse(readFileSync(inject('vmLegacySession'), 'utf8')) as LegacySession);
+  it('the session ran every workload', () => {
+    expect(session?.error, `session stopped early: ${session?.error}`).toBeUndefined();
+  });
+  for (const c of session ? allLegacyChecks(session) : []) {
+    it(`[${c.scenario}] ${c.id}: ${c.title}`, () => {
+      expect(c.pass, `${c.title} [${c.scenario}]: ${c.measured} — bound ${c.bound}`).toBe(true);
+    });
+  }
+});

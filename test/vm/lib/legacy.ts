@@ -1,0 +1,210 @@
+// The legacy-era session (issue 8): one boot of the bullseye guest (kernel 5.10, block-layer hybrid
+// polling), two workloads (hpdrive's io_uring IOPOLL and the seeds' fio pvsync2+hipri job), each with
+// io_poll_delay = −1 (classic), 0 (adaptive, ½ the poll_stat mean) and a fixed value. The test sets
+// io_poll_delay through the guest agent; the exporter only reads it. Every run gets a freshly started
+// exporter (its model window then holds that run alone), scraped before and after the workload; the
+// exporter is paused during the measured run as in the trixie session (see session.ts scrapedRun).
+import type { Guest, GuestImages, GuestInfo } from './guest.js';
+import type { DriverResult, ExporterStop } from './session.js';
+import { waitBpfUp } from './session.js';
+import { parseExposition, value } from './prom.js';
+
+export type Workload = 'hpdrive' | 'fio';
+export type DelayMode = 'classic' | 'adaptive' | 'fixed';
+export const WORKLOADS: readonly Workload[] = ['hpdrive', 'fio'];
+export const DELAY_MODES: readonly DelayMode[] = ['classic', 'adaptive', 'fixed'];
+
+/**
+ * The fixed io_poll_delay, as a fraction of the adaptive run's poll_stat mean: ¾, the sleep of
+ * Dongjoo Seo's 2020 patch (seed 001), which a fixed delay reproduces for a steady device time.
+ */
+export const FIXED_FRACTION_OF_MEAN = 0.75;
+
+/** What the poller reported, in one shape for both workloads. */
+export interface PollerResult {
+  ios: number;
+  iops: number;
+  wallSeconds: number;
+  /** all CPU the poller's thread was charged */
+  cpuSeconds: number;
+  /** CPU inside the waiting io_uring_enter calls (hpdrive only: a pvsync2 read submits and polls in one call) */
+  waitCpuSeconds?: number;
+  voluntarySwitches: number;
+  latUs: { mean: number; p50: number; p99: number };
+}
+
+export interface LegacyRun {
+  workload: Workload;
+  delay: DelayMode;
+  /** the io_poll_delay the test set for this run (µs; −1 classic, 0 adaptive) */
+  ioPollDelay: number;
+  device: string;
+  poller: PollerResult;
+  /** raw output of the workload tool */
+  raw: unknown;
+  before: string;
+  after: string;
+  exporterStartMs: number;
+  bpfReadySeconds: number;
+  exporterStop?: ExporterStop;
+}
+
+export interface LegacySession {
+  suite: string;
+  startedAt: string;
+  wallSeconds: number;
+  accel: string;
+  accelWhy: string;
+  images: GuestImages;
+  info: GuestInfo;
+  bootSeconds: number;
+  serial: string;
+  secs: number;
+  exporterArgs: string[];
+  runs: LegacyRun[];
+  error?: string;
+}
+
+export interface LegacyOptions {
+  secs: number;
+  serial: string;
+  exporterArgs: string[];
+  workloads: readonly Workload[];
+  log: (msg: string) => void;
+}
+
+const WARMUP_IOS = 200;
+
+/** hpdrive's JSON line in the common shape. */
+export function fromHpdrive(d: DriverResult): PollerResult {
+  return {
+    ios: d.ios,
+    iops: d.iops,
+    wallSeconds: d.wall_s,
+    cpuSeconds: d.cpu.exec_s,
+    waitCpuSeconds: d.cpu.wait_s,
+    voluntarySwitches: d.ctxsw.voluntary,
+    latUs: { mean: d.lat_us.mean, p50: d.lat_us.p50, p99: d.lat_us.p99 },
+  };
+}
+
+interface FioJob {
+  job_runtime: number;
+  usr_cpu: number;
+  sys_cpu: number;
+  ctx: number;
+  error: number;
+  read: { total_ios: number; iops: number; clat_ns: { mean: number; percentile?: Record<string, number> } };
+}
+
+/**
+ * fio's JSON (one job) in the common shape. fio's CPU is usr+sys of the job over its runtime (its
+ * getrusage); `ctx` counts voluntary and involuntary switches together.
+ */
+export function fromFio(j: { jobs: FioJob[] }): PollerResult {
+  const job = j.jobs[0];
+  if (!job) throw new Error('fio: no job in the output');
+  if (job.error) throw new Error(`fio: job error ${job.error}`);
+  const secs = job.job_runtime / 1000;
+  const p = job.read.clat_ns.percentile ?? {};
+  return {
+    ios: job.read.total_ios,
+    iops: job.read.iops,
+    wallSeconds: secs,
+    cpuSeconds: ((job.usr_cpu + job.sys_cpu) / 100) * secs,
+    voluntarySwitches: job.ctx,
+    latUs: { mean: job.read.clat_ns.mean / 1000, p50: (p['50.000000'] ?? NaN) / 1000, p99: (p['99.000000'] ?? NaN) / 1000 },
+  };
+}
+
+async function runHpdrive(g: Guest, device: string, body: Record<string, unknown>, timeoutMs: number): Promise<DriverResult> {
+  await g.agent('POST', '/drive', { device: `/dev/${device}`, mode: 'poll', qd: 1, bs: 4096, ...body });
+  const r = await g.agent<{ exit: { code: number | null } | null; result: (DriverResult & { error?: string }) | null; stdout: string; stderr: string }>(
+    'POST', '/drive/wait', {}, timeoutMs);
+  if (!r.result || r.result.error || (r.exit && r.exit.code !== 0)) throw new Error(`hpdrive failed (exit ${r.exit?.code}): ${r.result?.error ?? r.stdout + r.stderr}`);
+  return r.result;
+}
+
+async function runFio(g: Guest, device: string, body: Record<string, unknown>, timeoutMs: number): Promise<{ jobs: FioJob[] }> {
+  const r = await g.agent<{ exit: { code: number | null } | null; result: { jobs: FioJob[] } | null; stdout: string; stderr: string }>(
+    'POST', '/fio', { device: `/dev/${device}`, ...body }, timeoutMs);
+  if (!r.result || r.exit?.code !== 0) throw new Error(`fio failed (exit ${r.exit?.code}): ${r.stdout}${r.stderr}`);
+  return r.result;
+}
+
+/** One workload run: warm-up, before-scrape, exporter paused, measured run, resumed, after-scrape. */
+async function measuredRun(g: Guest, w: Workload, device: string, secs: number): Promise<{ poller: PollerResult; raw: unknown; before: string; after: string }> {
+  const timeoutMs = (secs + 120) * 1000;
+  if (w === 'hpdrive') await runHpdrive(g, device, { ios: WARMUP_IOS }, timeoutMs);
+  else await runFio(g, device, { ios: WARMUP_IOS }, timeoutMs);
+  const before = await g.scrape();
+  await g.agent('POST', '/exporter/pause', {});
+  let raw: unknown;
+  let poller: PollerResult;
+  try {
+    if (w === 'hpdrive') {
+      const d = await runHpdrive(g, device, { secs }, timeoutMs);
+      raw = d;
+      poller = fromHpdrive(d);
+    } else {
+      const j = await runFio(g, device, { secs }, timeoutMs);
+      raw = j.jobs[0];
+      poller = fromFio(j);
+    }
+  } finally {
+    await g.agent('POST', '/exporter/resume', {});
+  }
+  const after = await g.scrape();
+  return { poller, raw, before, after };
+}
+
+/** The read 4 KiB poll_stat mean (seconds) the exporter showed after a run. */
+export function pollStatMean4k(after: string, device: string): number | undefined {
+  return value(parseExposition(after), 'hybridpoll_poll_stat_mean_seconds', { device, op: 'read', size_bytes: '4096' });
+}
+
+/** The fixed delay (µs) for a workload: ¾ of its adaptive run's poll_stat mean, at least 1 µs. */
+export function fixedDelayUs(adaptiveMeanSeconds: number | undefined): number {
+  if (adaptiveMeanSeconds === undefined || !(adaptiveMeanSeconds > 0)) throw new Error('adaptive run left no read 4k poll_stat mean to derive the fixed delay from');
+  return Math.max(1, Math.round(adaptiveMeanSeconds * 1e6 * FIXED_FRACTION_OF_MEAN));
+}
+
+export async function runLegacySession(g: Guest, base: Omit<LegacySession, 'runs' | 'wallSeconds' | 'serial' | 'secs' | 'exporterArgs'>, o: LegacyOptions): Promise<LegacySession> {
+  const t0 = Date.now();
+  const session: LegacySession = { ...base, wallSeconds: 0, serial: o.serial, secs: o.secs, exporterArgs: o.exporterArgs, runs: [] };
+  const device = g.info.devices.find((d) => d.serial === o.serial)?.name;
+  try {
+    if (!device) throw new Error(`no NVMe namespace with serial ${o.serial} in the guest: ${JSON.stringify(g.info.devices)}`);
+    for (const w of o.workloads) {
+      let adaptiveMean: number | undefined;
+      for (const delay of DELAY_MODES) {
+        const ioPollDelay = delay === 'classic' ? -1 : delay === 'adaptive' ? 0 : fixedDelayUs(adaptiveMean);
+        const set = await g.agent<{ value: string }>('POST', '/io_poll_delay', { device, value: ioPollDelay });
+        if (Number(set.value) !== ioPollDelay) throw new Error(`io_poll_delay of ${device} reads ${set.value} after writing ${ioPollDelay}`);
+        const t1 = Date.now();
+        const st = await g.agent<{ startMs: number }>('POST', '/exporter/start', { args: o.exporterArgs, timeoutMs: 120_000 }, 150_000);
+        let stop: ExporterStop | undefined;
+        try {
+          const ready = await waitBpfUp(g, 120_000);
+          const m = await measuredRun(g, w, device, o.secs);
+          stop = await g.agent<ExporterStop>('POST', '/exporter/stop', {}, 60_000);
+          const run: LegacyRun = { workload: w, delay, ioPollDelay, device, ...m, exporterStartMs: st.startMs, bpfReadySeconds: ready, exporterStop: stop };
+          session.runs.push(run);
+          if (delay === 'adaptive') adaptiveMean = pollStatMean4k(m.after, device);
+          const p = m.poller;
+          o.log(`legacy ${w} io_poll_delay=${ioPollDelay} (${delay}): ${p.ios} I/Os, ${Math.round(p.iops)} IOPS, CPU ${((p.cpuSeconds / p.wallSeconds) * 100).toFixed(0)}%, ` +
+            `${(p.voluntarySwitches / Math.max(1, p.ios)).toFixed(2)} csw/IO, mean ${p.latUs.mean.toFixed(0)} µs (${((Date.now() - t1) / 1000).toFixed(0)} s; ${((Date.now() - t0) / 1000).toFixed(0)} s total)`);
+        } finally {
+          if (!stop) await g.agent('POST', '/exporter/stop', {}, 60_000).catch(() => undefined);
+        }
+      }
+    }
+  } catch (e) {
+    session.error = (e as Error).message;
+    o.log(`legacy session stopped: ${session.error}`);
+  } finally {
+    if (device) await g.agent('POST', '/io_poll_delay', { device, value: -1 }).catch(() => undefined);
+  }
+  session.wallSeconds = (Date.now() - t0) / 1000;
+  return session;
+}
