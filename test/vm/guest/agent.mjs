@@ -74,6 +74,7 @@ function start(role, file, args, stdin = 'ignore') {
 
 let drive = null;
 let exporter = null;
+let watch = null;
 
 const MODES = new Set(['irq', 'poll', 'hybrid']);
 const int = (v, lo, hi, name) => {
@@ -194,6 +195,29 @@ const routes = {
     const f = `/sys/block/${b.device}/queue/io_poll_delay`;
     writeFileSync(f, String(b.value));
     return { value: read(f) };
+  },
+  // poll_stat over a run (issue 8): the file is a gauge of the last 100 ms window with I/O, and each
+  // adaptive sleep is ½ the mean of the window before it, so the host needs every window, not one.
+  'POST /watch/start': async (b) => {
+    if (!/^nvme\d+n\d+$/.test(b.device ?? '')) throw new Error('device must be nvmeXnY');
+    if (watch) clearInterval(watch.timer);
+    const file = `/sys/kernel/debug/block/${b.device}/poll_stat`;
+    const samples = [];
+    const tick = () => {
+      const text = read(file);
+      if (text !== samples.at(-1)?.text) samples.push({ t: Date.now(), text });
+    };
+    tick();
+    watch = { timer: setInterval(tick, Number(int(b.intervalMs ?? 50, 5, 1000, 'intervalMs'))), tick, samples };
+    return { samples: samples.length };
+  },
+  'POST /watch/stop': async () => {
+    if (!watch) throw new Error('no watch started');
+    const w = watch;
+    watch = null;
+    clearInterval(w.timer);
+    w.tick();
+    return { samples: w.samples, end: Date.now() };
   },
   // The seeds' fio job (issue 8): pvsync2 with hipri, O_DIRECT 4k random reads, one job.
   'POST /fio': async (b) => {

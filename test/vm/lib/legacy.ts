@@ -8,6 +8,7 @@ import type { Guest, GuestImages, GuestInfo } from './guest.js';
 import type { DriverResult, ExporterStop } from './session.js';
 import { waitBpfUp } from './session.js';
 import { parseExposition, value } from './prom.js';
+import { parsePollStat } from '../../../src/sources/pollStat.js';
 
 export type Workload = 'hpdrive' | 'fio';
 export type DelayMode = 'classic' | 'adaptive' | 'fixed';
@@ -44,6 +45,8 @@ export interface LegacyRun {
   raw: unknown;
   before: string;
   after: string;
+  /** debugfs poll_stat of the device read by the guest agent every 50 ms during the measured run */
+  pollStatWatch: PollStatWatch;
   exporterStartMs: number;
   bpfReadySeconds: number;
   exporterStop?: ExporterStop;
@@ -74,6 +77,30 @@ export interface LegacyOptions {
 }
 
 const WARMUP_IOS = 200;
+
+/** The distinct contents of poll_stat during a run, with the guest's clock (ms). */
+export interface PollStatWatch {
+  samples: { t: number; text: string | null }[];
+  end: number;
+}
+
+/**
+ * The time-weighted mean over the run of the read 4 KiB poll_stat mean (seconds): each content
+ * holds from when it was read until the next one (windows with no fresh samples keep their value).
+ */
+export function pollStatMeanOverRun(w: PollStatWatch): number | undefined {
+  let weighted = 0;
+  let total = 0;
+  w.samples.forEach((s, i) => {
+    const until = w.samples[i + 1]?.t ?? w.end;
+    const p = s.text === null ? undefined : parsePollStat(s.text);
+    const b = p?.ok && p.value.kind === 'buckets' ? p.value.buckets.find((x) => x.op === 'read' && x.sizeBytes === 4096) : undefined;
+    if (b?.meanNs === undefined || until <= s.t) return;
+    weighted += (b.meanNs / 1e9) * (until - s.t);
+    total += until - s.t;
+  });
+  return total > 0 ? weighted / total : undefined;
+}
 
 /** hpdrive's JSON line in the common shape. */
 export function fromHpdrive(d: DriverResult): PollerResult {
@@ -133,7 +160,7 @@ async function runFio(g: Guest, device: string, body: Record<string, unknown>, t
 }
 
 /** One workload run: warm-up, before-scrape, exporter paused, measured run, resumed, after-scrape. */
-async function measuredRun(g: Guest, w: Workload, device: string, secs: number): Promise<{ poller: PollerResult; raw: unknown; before: string; after: string }> {
+async function measuredRun(g: Guest, w: Workload, device: string, secs: number): Promise<{ poller: PollerResult; raw: unknown; before: string; after: string; pollStatWatch: PollStatWatch }> {
   const timeoutMs = (secs + 120) * 1000;
   if (w === 'hpdrive') await runHpdrive(g, device, { ios: WARMUP_IOS }, timeoutMs);
   else await runFio(g, device, { ios: WARMUP_IOS }, timeoutMs);
@@ -141,6 +168,8 @@ async function measuredRun(g: Guest, w: Workload, device: string, secs: number):
   await g.agent('POST', '/exporter/pause', {});
   let raw: unknown;
   let poller: PollerResult;
+  let pollStatWatch: PollStatWatch;
+  await g.agent('POST', '/watch/start', { device });
   try {
     if (w === 'hpdrive') {
       const d = await runHpdrive(g, device, { secs }, timeoutMs);
@@ -152,10 +181,11 @@ async function measuredRun(g: Guest, w: Workload, device: string, secs: number):
       poller = fromFio(j);
     }
   } finally {
+    pollStatWatch = await g.agent<PollStatWatch>('POST', '/watch/stop', {});
     await g.agent('POST', '/exporter/resume', {});
   }
   const after = await g.scrape();
-  return { poller, raw, before, after };
+  return { poller, raw, before, after, pollStatWatch };
 }
 
 /** The read 4 KiB poll_stat mean (seconds) the exporter showed after a run. */
