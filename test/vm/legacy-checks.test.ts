@@ -4,18 +4,19 @@ import { describe, expect, it } from 'vitest';
 import { legacyChecks, legacyFigures, legacyTable } from './lib/legacy-checks.js';
 import { fixedDelayUs, fromFio, pollStatMeanOverRun, type DelayMode, type LegacyRun, type LegacySession, type PollStatWatch } from './lib/legacy.js';
 
-const stat = (meanNs: number) =>
-  ['read  (512 Bytes): samples=0', 'write (512 Bytes): samples=0', `read  (4096 Bytes): samples=100, mean=${meanNs}, min=${meanNs / 2}, max=${meanNs * 2}`, 'write (4096 Bytes): samples=0'].join('\n');
+const stat = (meanNs: number, samples = 100) =>
+  ['read  (512 Bytes): samples=0', 'write (512 Bytes): samples=0', `read  (4096 Bytes): samples=${samples}, mean=${meanNs}, min=${meanNs / 2}, max=${meanNs * 2}`, 'write (4096 Bytes): samples=0'].join('\n');
 
 describe('pollStatMeanOverRun', () => {
-  it('weights each poll_stat content by how long it was current', () => {
-    const w: PollStatWatch = { samples: [{ t: 0, text: stat(400_000) }, { t: 100, text: stat(800_000) }], end: 400 };
-    // 400 µs for 100 ms, 800 µs for 300 ms
-    expect(pollStatMeanOverRun(w)).toBeCloseTo((0.0004 * 100 + 0.0008 * 300) / 400, 12);
+  it("weights each content's mean by the samples of the window that follows it (the I/Os that slept on it)", () => {
+    const w: PollStatWatch = { samples: [{ t: 0, text: stat(400_000, 50) }, { t: 100, text: stat(800_000, 100) }, { t: 200, text: stat(1_000_000, 25) }], end: 400 };
+    // 400 µs was current for the next window's 100 I/Os, 800 µs for the 25 after; the last has no successor
+    expect(pollStatMeanOverRun(w)).toEqual({ meanSeconds: expect.closeTo((0.0004 * 100 + 0.0008 * 25) / 125, 12), ios: 125 });
   });
   it('skips contents without a read 4 KiB mean and has no value without any', () => {
-    expect(pollStatMeanOverRun({ samples: [{ t: 0, text: 'read  (4096 Bytes): samples=0' }, { t: 50, text: stat(1000) }], end: 150 })).toBeCloseTo(1e-6, 12);
-    expect(pollStatMeanOverRun({ samples: [{ t: 0, text: null }], end: 10 })).toBeUndefined();
+    expect(pollStatMeanOverRun({ samples: [{ t: 0, text: 'read  (4096 Bytes): samples=0' }, { t: 50, text: stat(1000, 7) }, { t: 150, text: stat(2000, 3) }], end: 150 }))
+      .toEqual({ meanSeconds: expect.closeTo(1e-6, 12), ios: 3 });
+    expect(pollStatMeanOverRun({ samples: [{ t: 0, text: null }], end: 10 })).toEqual({ meanSeconds: undefined, ios: 0 });
   });
 });
 
@@ -86,7 +87,7 @@ function run(delay: DelayMode, f: Fig): LegacyRun {
     workload: 'hpdrive', delay, ioPollDelay, device: 'nvme1n1',
     poller: { ios: f.ios, iops: f.ios / 6, wallSeconds: 6, cpuSeconds: f.waitPerIo * f.ios * 1.5, waitCpuSeconds: f.waitPerIo * f.ios, voluntarySwitches: f.vcsw, latUs: { mean: 1000, p50: 1000, p99: 2000 } },
     raw: {}, before: '', after,
-    pollStatWatch: { samples: [{ t: 0, text: stat(f.pollStatMeanS * 1e9) }], end: 6000 },
+    pollStatWatch: { samples: [{ t: 0, text: stat(f.pollStatMeanS * 1e9) }, { t: 100, text: stat(f.pollStatMeanS * 1e9 * 3, f.ios) }], end: 6000 },
     exporterStartMs: 1, bpfReadySeconds: 1,
     exporterStop: { exit: { code: 0, signal: null }, log: '', bpfPrograms: [] },
   };

@@ -22,8 +22,8 @@ export interface LegacyFigures {
   devSpun: HistDelta | undefined;
   /** debugfs poll_stat, read 4 KiB, after the run: samples and mean of the last 100 ms window */
   pollStat4k: { samples: number | undefined; mean: number | undefined };
-  /** the read 4 KiB poll_stat mean over the run (time-weighted, from the guest's 50 ms reads) */
-  pollStatMeanOverRun: number | undefined;
+  /** the read 4 KiB poll_stat mean the run's sleeps saw (per I/O, from the guest's 50 ms reads) */
+  pollStatOverRun: { meanSeconds: number | undefined; ios: number };
   /** debugfs hctx*\/io_poll deltas over the run, summed over the device's hctxs */
   hctx: { considered: number | undefined; invoked: number | undefined; success: number | undefined };
   measuredCpuPerIo: number | undefined;
@@ -64,7 +64,7 @@ export function legacyFigures(r: LegacyRun): LegacyFigures {
     foundSlept: histDelta(b, a, 'hybridpoll_poll_found_after_sleep_seconds', dev),
     devSpun: histDelta(b, a, 'hybridpoll_poll_device_time_seconds', dev),
     pollStat4k: { samples: value(a, 'hybridpoll_poll_stat_samples', ps), mean: value(a, 'hybridpoll_poll_stat_mean_seconds', ps) },
-    pollStatMeanOverRun: pollStatMeanOverRun(r.pollStatWatch),
+    pollStatOverRun: pollStatMeanOverRun(r.pollStatWatch),
     hctx: {
       considered: hctxDelta(b, a, 'hybridpoll_hctx_poll_considered_total', r.device),
       invoked: hctxDelta(b, a, 'hybridpoll_hctx_poll_invoked_total', r.device),
@@ -173,13 +173,14 @@ export function legacyChecks(figs: LegacyFigures[], w: Workload, accel = 'tcg'):
   }
 
   // poll_stat is a gauge of the last 100 ms window with I/O, and each adaptive sleep is ½ the mean
-  // of the window before it: the reference is the gauge's time-weighted mean over the run.
+  // of the window before it: the reference is that mean weighted per I/O over the run (legacy.ts).
   if (a) {
-    const half = a.pollStatMeanOverRun === undefined ? undefined : a.pollStatMeanOverRun / 2;
+    const m = a.pollStatOverRun;
+    const half = m.meanSeconds === undefined ? undefined : m.meanSeconds / 2;
     const e = relErr(a.sleepRequested?.mean, half);
-    const windows = a.run.pollStatWatch.samples.length;
     out.push(check(w, '4 requested', 'adaptive (0): requested sleep vs ½ poll_stat mean (read 4 KiB) over the run',
-      `requested mean ${us(a.sleepRequested?.mean)} vs ½ mean ${us(half)} (${pct(e)}) [${windows} poll_stat contents read; the exporter's after-run gauge ${us(a.pollStat4k.mean)}]`,
+      `requested mean ${us(a.sleepRequested?.mean)} vs ½ mean ${us(half)} (${pct(e)}) [${a.run.pollStatWatch.samples.length} poll_stat windows read, ` +
+      `${m.ios} samples in them for ${a.run.poller.ios} I/Os; the exporter's after-run gauge ${us(a.pollStat4k.mean)}]`,
       `±${BOUNDS.requestedSleep * 100}%`, within(e, BOUNDS.requestedSleep)));
   }
   const f = by('fixed');

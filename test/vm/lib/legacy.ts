@@ -84,22 +84,30 @@ export interface PollStatWatch {
   end: number;
 }
 
+/** The read 4 KiB line of one poll_stat content. */
+function read4k(text: string | null): { samples: number; meanNs?: number } | undefined {
+  const p = text === null ? undefined : parsePollStat(text);
+  return p?.ok && p.value.kind === 'buckets' ? p.value.buckets.find((x) => x.op === 'read' && x.sizeBytes === 4096) : undefined;
+}
+
 /**
- * The time-weighted mean over the run of the read 4 KiB poll_stat mean (seconds): each content
- * holds from when it was read until the next one (windows with no fresh samples keep their value).
+ * The mean a run's adaptive sleeps were computed from (seconds), weighted per I/O. Each content of
+ * poll_stat is current while the next 100 ms window collects its samples, and every I/O of that
+ * window slept ½ the current mean: so each content's mean is weighted by the next content's sample
+ * count. `ios` is how many completions those windows saw (the run's I/O count when no window was
+ * missed). Under TCG the window means vary 10× within a run, so a time-weighted mean is biased.
  */
-export function pollStatMeanOverRun(w: PollStatWatch): number | undefined {
+export function pollStatMeanOverRun(w: PollStatWatch): { meanSeconds: number | undefined; ios: number } {
   let weighted = 0;
-  let total = 0;
-  w.samples.forEach((s, i) => {
-    const until = w.samples[i + 1]?.t ?? w.end;
-    const p = s.text === null ? undefined : parsePollStat(s.text);
-    const b = p?.ok && p.value.kind === 'buckets' ? p.value.buckets.find((x) => x.op === 'read' && x.sizeBytes === 4096) : undefined;
-    if (b?.meanNs === undefined || until <= s.t) return;
-    weighted += (b.meanNs / 1e9) * (until - s.t);
-    total += until - s.t;
-  });
-  return total > 0 ? weighted / total : undefined;
+  let ios = 0;
+  for (let i = 0; i + 1 < w.samples.length; i++) {
+    const cur = read4k(w.samples[i]!.text);
+    const next = read4k(w.samples[i + 1]!.text);
+    if (cur?.meanNs === undefined || !next) continue;
+    weighted += (cur.meanNs / 1e9) * next.samples;
+    ios += next.samples;
+  }
+  return { meanSeconds: ios > 0 ? weighted / ios : undefined, ios };
 }
 
 /** hpdrive's JSON line in the common shape. */
