@@ -4,9 +4,11 @@
 //         loader fails to start three times in a row, one log line and a disabled status saying why.
 //   on:   the same checks, but a failure is an error (logged at error level, state failed).
 import { constants } from 'node:fs';
-import { access, readFile } from 'node:fs/promises';
+import { access, readFile, readlink } from 'node:fs/promises';
+import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../log.js';
+import { deviceSelected, type DeviceFilter } from '../sources/reader.js';
 import { RestartAccumulator } from './accumulate.js';
 import { LoaderClient } from './client.js';
 import { toBpfSnapshot } from './protocol.js';
@@ -29,6 +31,20 @@ export interface BpfCollectorOptions {
   client?: { handshakeTimeoutMs?: number; backoff?: { initialMs: number; maxMs: number } };
   /** where to look for privileges and BTF (tests), and the sysfs root (--path.sysfs) */
   paths?: { procStatus?: string; btf?: string; sysfs?: string };
+  /** --collector.device-include/-exclude: per-device series of other devices are dropped */
+  filter?: DeviceFilter;
+}
+
+/** Whether the filter restricts anything (otherwise every device passes). */
+const filters = (f: DeviceFilter | undefined): f is DeviceFilter => !!f && (!!f.include || !!f.exclude);
+
+/** Drops the per-device series of devices not selected. Pure. */
+export function filterDevices(s: BpfSnapshot, selected: (dev: string) => boolean): BpfSnapshot {
+  return {
+    ...s,
+    devices: s.devices.filter((d) => selected(d.dev)),
+    deviceCounters: Object.fromEntries(Object.entries(s.deviceCounters).filter(([dev]) => selected(dev))),
+  };
 }
 
 const CAP_SYS_ADMIN = 21;
@@ -57,6 +73,8 @@ export class BpfCollector implements BpfSource {
   private readonly acc = new RestartAccumulator();
   private client?: LoaderClient;
   private blocked?: { state: 'disabled' | 'failed'; reason: string };
+  /** "major:minor" → block device name from sysfs (undefined: not there) */
+  private readonly names = new Map<string, string | undefined>();
 
   private constructor(private readonly o: BpfCollectorOptions) {}
 
@@ -123,7 +141,17 @@ export class BpfCollector implements BpfSource {
     for (const dev of this.acc.devices()) {
       if (!reported.has(dev) && (await access(`${sysfs}/dev/block/${dev}`).then(() => false, () => true))) this.acc.forget(dev);
     }
-    return this.acc.apply(raw);
+    const out = this.acc.apply(raw);
+    const f = this.o.filter;
+    if (!filters(f)) return out;
+    for (const d of out.devices.map((x) => x.dev).concat(Object.keys(out.deviceCounters))) {
+      if (!this.names.has(d)) this.names.set(d, await readlink(`${sysfs}/dev/block/${d}`).then((l) => basename(l), () => undefined));
+    }
+    // A device whose name is unknown cannot match an include list; an exclude list lets it through.
+    return filterDevices(out, (dev) => {
+      const name = this.names.get(dev);
+      return name === undefined ? !f.include : deviceSelected(name, f);
+    });
   }
 
   async stop(): Promise<void> {

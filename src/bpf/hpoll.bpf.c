@@ -112,7 +112,8 @@ struct task_st {
 	u64 t_wake;       /* sched_wakeup */
 	u64 t_on;         /* switched back in */
 	u64 t_polled;     /* tracepoint path: last polled issue or completion in this task */
-	u64 t_pass;       /* fentry: io_do_iopoll entry */
+	u64 t_loop;       /* fentry: entry of the first io_do_iopoll pass of this poll loop (0: none) */
+	u64 loop_woke;    /* fentry: last wake-up inside the loop (switch-in, or sleep start) */
 	u64 t_cp;         /* fentry: io_uring_classic_poll entry */
 	u64 t_woke;       /* fentry: wake-up of the slept request (switch-in, or sleep start) */
 	u64 ctx;          /* fentry: ring of the current pass */
@@ -422,9 +423,14 @@ static __always_inline void classify_tp(struct task_st *st, u32 dev, u64 now, u6
 	struct dev_calib *cal = calib_get(dev);
 	struct dev_ctr *dc = dev_ctr_get(dev);
 	bool slept_through = true;
+	struct hist *h;
 
 	flush_sleep(st, dev);
-	hist_add(dev, HK_SPIN, post);
+	h = hist_add(dev, HK_SPIN, post);
+	if (h) {
+		__sync_fetch_and_add(&h->aux0, post);
+		__sync_fetch_and_add(&h->aux1, 1);
+	}
 	if (cal) {
 		if (!cal->min_found_ns || post < cal->min_found_ns)
 			cal->min_found_ns = post;
@@ -687,22 +693,40 @@ int BPF_PROG(hp_iopoll_in, struct io_ring_ctx *rctx)
 	st->in_cp = 0;
 	st->ctx = (u64)rctx;
 	st->pass_sleeps = 0;
-	st->t_pass = bpf_ktime_get_ns();
+	/* io_iopoll_check (inlined into the syscall, not traceable) calls io_do_iopoll until a pass
+	 * finds completions: the loop runs from the first pass's entry to that pass's exit */
+	if (!st->t_loop) {
+		st->t_loop = bpf_ktime_get_ns();
+		st->loop_woke = 0;
+	}
 	ctr_inc(C_IOPOLL);
 	return 0;
 }
 
 SEC("fexit/io_do_iopoll")
-int BPF_PROG(hp_iopoll_out, struct io_ring_ctx *rctx)
+int BPF_PROG(hp_iopoll_out, struct io_ring_ctx *rctx, bool force_nonspin, int ret)
 {
 	struct task_st *st = task_get((u32)bpf_get_current_pid_tgid(), false);
-	u64 key = (u64)rctx;
+	u64 key = (u64)rctx, now = bpf_ktime_get_ns();
 	struct ring_st *r;
 
 	if (!st || !st->in_pass)
 		return 0;
 	st->in_pass = 0;
-	hist_add(st->dev, HK_IOPOLL, bpf_ktime_get_ns() - st->t_pass);
+	if (ret != 0 && st->t_loop) {
+		/* The loop ends: its wall time, and its on-CPU time after the last wake-up as spin (all of
+		 * it when nothing slept). The on-CPU time before the sleep is what the model's c_sw is
+		 * made of: iopoll - offcpu - spin. */
+		struct hist *h;
+
+		hist_add(st->dev, HK_IOPOLL, now - st->t_loop);
+		h = hist_add(st->dev, HK_SPIN, now - (st->loop_woke ? st->loop_woke : st->t_loop));
+		if (h && st->loop_woke) {
+			__sync_fetch_and_add(&h->aux0, now - st->loop_woke);
+			__sync_fetch_and_add(&h->aux1, 1);
+		}
+		st->t_loop = 0;
+	}
 	r = bpf_map_lookup_elem(&rings, &key);
 	if (!r) {
 		struct ring_st z = { .tgid = bpf_get_current_pid_tgid() >> 32 };
@@ -755,6 +779,7 @@ int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsig
 		st->issued = bpf_core_field_exists(req->iopoll_start) ? BPF_CORE_READ(req, iopoll_start) : 0;
 		st->polls = 0;
 		st->t_woke = st->t_on ? st->t_on : st->t_sleep;
+		st->loop_woke = st->t_woke;
 		st->t_sleep = 0;
 		st->pass_sleeps++;
 		ungate(st);
@@ -780,11 +805,12 @@ int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsi
 	st->in_cp = 0;
 	dev = st->dev;
 	d = now - st->t_cp;
-	hist_add(dev, HK_SPIN, d);
+	if (ret <= 0)
+		return 0;
 	cal = calib_get(dev);
-	if (ret > 0 && cal && (!cal->min_found_ns || d < cal->min_found_ns))
+	if (cal && (!cal->min_found_ns || d < cal->min_found_ns))
 		cal->min_found_ns = d;
-	if ((u64)req != st->slept_req || ret <= 0)
+	if ((u64)req != st->slept_req)
 		return 0;
 	/* found after the sleep. A oneshot poll is one look at the queue, so the count of calls is
 	 * exact; a spinning call loops inside, so its length decides, against the shortest call

@@ -7,7 +7,8 @@
  *           exiting on a setup failure.
  *   stdin:  "snap <id>" -> one snapshot; "quit" -> exit.
  * Exits, detaching everything, on stdin EOF, "quit", SIGTERM, SIGINT, SIGHUP, SIGPIPE or the
- * death of its parent, so no program can outlive the exporter.
+ * death of its parent, so no program can outlive the exporter. SIGUSR1 detaches the programs and
+ * SIGUSR2 attaches them again (the VM suite's traced/untraced pairs).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -99,6 +100,11 @@ static struct {
 
 static volatile sig_atomic_t stop;
 static void on_signal(int s) { (void)s; stop = 1; }
+
+/* SIGUSR1 detaches every program, SIGUSR2 attaches them again (loaded, maps kept): lets a test
+ * compare a workload with and without the programs, alternating, without reloading them. */
+static volatile sig_atomic_t want_detached;
+static void on_detach_signal(int s) { want_detached = s == SIGUSR1; }
 
 static unsigned long long now_ns(void)
 {
@@ -873,6 +879,38 @@ static void handle(struct hpoll *skel, char *line)
 	fflush(stdout);
 }
 
+/* Re-attach the programs chosen at load after a SIGUSR1 detach; failures go to stderr. */
+static void reattach(struct hpoll *skel)
+{
+	for (int i = 0; i < NPROGS; i++) {
+		struct logical *l = &progs[i];
+		struct bpf_program *p;
+
+		if (l->chosen < 0 || l->link)
+			continue;
+		p = bpf_object__find_program_by_name(skel->obj, l->v[l->chosen].prog);
+		l->link = p ? bpf_program__attach(p) : NULL;
+		if (!l->link)
+			fprintf(stderr, "hybridpoll-bpf: re-attach of %s failed: %s\n", l->name, strerror(errno));
+	}
+}
+
+static sigset_t usr_unblocked;
+
+static void apply_detach_request(struct hpoll *skel)
+{
+	static bool detached;
+
+	if (want_detached == detached)
+		return;
+	detached = want_detached;
+	if (detached)
+		destroy_links();
+	else
+		reattach(skel);
+	fprintf(stderr, "hybridpoll-bpf: programs %s\n", detached ? "detached (SIGUSR1)" : "attached (SIGUSR2)");
+}
+
 static void serve(struct hpoll *skel)
 {
 	char buf[REQ_MAX];
@@ -884,7 +922,9 @@ static void serve(struct hpoll *skel)
 		ssize_t n;
 		char *nl;
 
-		if (poll(&pfd, 1, -1) < 0) {
+		/* SIGUSR1/2 are blocked except inside ppoll: none is missed between the check and the wait */
+		apply_detach_request(skel);
+		if (ppoll(&pfd, 1, NULL, &usr_unblocked) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -931,7 +971,8 @@ static void usage(FILE *f)
 		"  --sysfs DIR            sysfs root, to drop devices that are gone (default /sys)\n"
 		"  -v, --verbose          libbpf messages on stderr (twice: debug)\n"
 		"  --version, --help\n"
-		"Protocol on stdin/stdout: see src/bpf/README.md.\n");
+		"Protocol on stdin/stdout: see src/bpf/README.md. SIGUSR1 detaches the programs (loaded,\n"
+		"maps kept), SIGUSR2 attaches them again.\n");
 }
 
 static void parse_args(int argc, char **argv)
@@ -1002,6 +1043,17 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGPIPE, &sa, NULL);
+	sa.sa_handler = on_detach_signal;
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
+	{
+		sigset_t usr;
+
+		sigemptyset(&usr);
+		sigaddset(&usr, SIGUSR1);
+		sigaddset(&usr, SIGUSR2);
+		sigprocmask(SIG_BLOCK, &usr, &usr_unblocked);
+	}
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	libbpf_set_print(libbpf_print);
 	ncpu = libbpf_num_possible_cpus();

@@ -4,8 +4,8 @@
 /** Histogram kinds kept per device by the BPF program (see src/bpf/README.md). */
 export const HIST_KINDS = [
   'rq_lat', // request start (allocation, as iostat) → complete (for polled I/O: → reaped)
-  'iopoll', // wall time of one io_do_iopoll() pass (fentry path)
-  'spin', // CPU time spinning in the poll loop, per I/O
+  'iopoll', // wall time of one poll loop: io_do_iopoll() passes from the first to the one that finds completions (fentry path)
+  'spin', // on-CPU time of a poll loop after its last wake-up (all of it without a sleep); aux0/aux1: ns and loops of those that slept
   'sleep_req', // hybrid sleep the kernel requested
   'offcpu', // real off-CPU time of that sleep
   'wake_ovh', // timer expiry → on CPU again: (switch-in − sleep start) − sleep_req, ≥ 0
@@ -24,7 +24,7 @@ export interface BucketHist {
   buckets: [number, number][];
   count: number;
   sumNs: number;
-  /** kind-specific extra sums, see src/bpf/README.md (rq_lat: bytes, errors; sleep_req: Σ hybrid_poll_time/2, samples) */
+  /** kind-specific extra sums, see src/bpf/README.md (rq_lat: bytes, errors; sleep_req: Σ hybrid_poll_time/2, samples; spin: ns, loops after a sleep) */
   aux0: number;
   aux1: number;
 }

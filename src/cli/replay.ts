@@ -2,11 +2,7 @@
 // were live, through the same snapshot engine, model stage and HTTP app as `serve`.
 import { Command, Option } from 'commander';
 import type { Express } from 'express';
-import { createApp } from '../http/server.js';
-import { listenWeb, loadWebConfig } from '../http/webServer.js';
 import { createLogger, type Logger, type LogLevel } from '../log.js';
-import { processRegistry } from '../metrics/render.js';
-import { EfficiencyModel } from '../model/index.js';
 import type { RecordingHeader } from '../record/format.js';
 import { SYNTHETIC_RECORDING } from '../record/shipped.js';
 import { openRecording } from '../record/reader.js';
@@ -51,6 +47,12 @@ export async function summarise(file: string): Promise<RecordingSummary> {
 
 export async function replayApp(o: ReplayAppOptions): Promise<{ app: Express; engine: SnapshotEngine; reader: ReplayReader; summary: RecordingSummary }> {
   const summary = await summarise(o.file);
+  // Loaded here, not at start-up: `serve` and `--help` do not need replay's HTTP side.
+  const [{ createApp }, { processRegistry }, { EfficiencyModel }] = await Promise.all([
+    import('../http/server.js'),
+    import('../metrics/render.js'),
+    import('../model/index.js'),
+  ]);
   const reader = replayReader({
     open: async () => (await openRecording(o.file)).frames,
     loop: o.loop,
@@ -83,6 +85,7 @@ export function replayCommand(): Command {
     const file = given ?? SYNTHETIC_RECORDING;
     const log = createLogger(raw['log.level'] as LogLevel);
     const webConfigFile = raw['web.config.file'] as string | undefined;
+    const { listenWeb, loadWebConfig } = await import('../http/webServer.js');
     if (webConfigFile !== undefined) loadWebConfig(webConfigFile);
     const loop = raw['once'] !== true;
     const speed = raw['speed'] as number;

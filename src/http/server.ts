@@ -23,6 +23,8 @@ export function createApp(o: AppOptions): Express {
   const app = express();
   const metricsPath = o.metricsPath ?? '/metrics';
   app.disable('x-powered-by');
+  // No ETag: a scrape body is never revalidated, and hashing it cost ~5 ms at 64 devices.
+  app.set('etag', false);
   // Scrapes that share a snapshot (engine single-flight) share its rendering too: N concurrent
   // scrapers must not cost N renders (test/hardening/load.test.ts). Weak: gone with the snapshot.
   const rendered = new WeakMap<Snapshot, Map<Format, Promise<string>>>();

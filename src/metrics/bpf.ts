@@ -65,11 +65,11 @@ const HISTOGRAMS: [HistKind, string, string][] = [
   ['offcpu', 'poll_offcpu_seconds', 'Real off-CPU time of hybrid-poll sleeps.'],
   ['wake_ovh', 'poll_wake_overhead_seconds', 'Time from the sleep timer expiring to the poller running again.'],
   ['wake_lat', 'poll_wake_latency_seconds', 'Wakeup to on-CPU of hybrid-poll sleepers (run-queue latency).'],
-  ['spin', 'poll_spin_seconds', 'CPU time spinning in the poll loop; _sum is the total spin CPU time.'],
+  ['spin', 'poll_spin_seconds', 'On-CPU time of each poll loop after its last wake-up (all of it when it did not sleep); _sum is the total spin CPU time.'],
   ['dev_spun', 'poll_device_time_seconds', 'Issue to found for polled I/Os still pending after the sleep: the device time.'],
   ['found_slept', 'poll_found_after_sleep_seconds', 'Issue to found for polled I/Os already complete at wake-up: device time plus oversleep (censored).'],
   ['oversleep_ub', 'poll_oversleep_upper_bound_seconds', 'Upper bound of the oversleep of each overslept polled I/O.'],
-  ['iopoll', 'iopoll_pass_seconds', 'Wall time of one io_do_iopoll pass (fentry path).'],
+  ['iopoll', 'iopoll_pass_seconds', 'Wall time of one poll loop: io_do_iopoll passes from the first until one finds completions (fentry path).'],
 ];
 
 const DEVICE_COUNTERS: [string, string, string][] = [
@@ -113,7 +113,14 @@ function timingFamilies(bpf: BpfSnapshot, names: Map<string, string>, keepEvery:
   for (const [key, name, help] of DEVICE_COUNTERS) {
     out.push(family(name, 'counter', help, devs, ([dev, c]) => (c[key] !== undefined ? { labels: { device: label(dev) }, value: c[key]! } : undefined)));
   }
+  // Spin of loops that slept (aux0 ns, aux1 loops of the spin histogram): what both poll paths
+  // measure alike, wake-up → completion; the tracepoint path sees no spin without a sleep.
+  const spins = bpf.devices.flatMap((d) => (d.hists.spin ? [{ dev: d.dev, h: d.hists.spin }] : []));
   out.push(
+    family('poll_spin_after_sleep_seconds_total', 'counter', 'Spin CPU time of poll loops that slept (wake-up to completion found).',
+      spins, (x) => ({ labels: { device: label(x.dev) }, value: x.h.aux0 / 1e9 })),
+    family('poll_spin_after_sleep_total', 'counter', 'Poll loops that slept, whose spin is in poll_spin_after_sleep_seconds_total.',
+      spins, (x) => ({ labels: { device: label(x.dev) }, value: x.h.aux1 })),
     family('poll_classified_ios_total', 'counter',
       'Slept polled I/Os classified found_slept/dev_spun, by method: exact (poll calls counted, fentry path) or calibrated (threshold from the shortest found time).',
       devs.flatMap(([dev, c]) => [

@@ -1,8 +1,11 @@
-// Serialises metric families with prom-client: Prometheus text 0.0.4 or OpenMetrics 1.0.
+// Renders a scrape: our metric families and prom-client's process metrics, through the direct
+// serializer (exposition.ts). prom-client still collects process_* and nodejs_* and names the
+// content types.
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import { fromPromClient, serialize, type Format } from './exposition.js';
 import type { MetricFamily } from './family.js';
 
-export type Format = 'prometheus' | 'openmetrics';
+export type { Format } from './exposition.js';
 
 export const CONTENT_TYPE: Record<Format, string> = {
   prometheus: Registry.PROMETHEUS_CONTENT_TYPE,
@@ -21,51 +24,8 @@ export function processRegistry(): Registry {
   return r;
 }
 
-/**
- * prom-client's Registry accepts any object with name/help/type/get(); its Histogram cannot be
- * loaded with pre-aggregated buckets, so every family goes through this adapter.
- */
-function adapter(f: MetricFamily) {
-  const metric = {
-    // prom-client renames counters for OpenMetrics (drops `_total` from the family name) by
-    // assigning metric.name before calling get(): read it back from here, not from f.
-    name: f.name,
-    help: f.help,
-    type: f.type,
-    aggregator: 'sum' as const,
-    get: async () => ({
-      name: metric.name,
-      help: f.help,
-      type: f.type,
-      aggregator: 'sum' as const,
-      values: f.samples.map((s) => ({
-        labels: s.labels,
-        value: s.value,
-        ...(s.suffix ? { metricName: f.name + s.suffix } : {}),
-      })),
-    }),
-  };
-  return metric;
-}
-
 export async function render(families: MetricFamily[], format: Format, extra?: Registry): Promise<string> {
-  const reg = new Registry();
-  reg.setContentType(CONTENT_TYPE[format] as never);
-  for (const f of families) {
-    if (f.samples.length > 0) reg.registerMetric(adapter(f) as never);
-  }
-  // Process metrics are read as data and rendered by the same registry, so the format is consistent.
-  for (const m of extra ? await extra.getMetricsAsJSON() : []) {
-    if (m.values.length === 0) continue;
-    // As in adapter(): hand back the (possibly renamed) registered name, or OpenMetrics gets `_total_total`.
-    const metric = {
-      name: m.name,
-      help: m.help,
-      type: String(m.type),
-      aggregator: 'sum',
-      get: async () => ({ ...m, name: metric.name }),
-    };
-    reg.registerMetric(metric as never);
-  }
-  return reg.metrics();
+  // Process metrics are read as data and written by the same serializer, so the format is consistent.
+  const process = extra ? (await extra.getMetricsAsJSON()).map(fromPromClient) : [];
+  return serialize([...families, ...process], format);
 }

@@ -9,8 +9,8 @@ import { Accumulator, SlidingWindow } from './window.js';
 export interface EfficiencyModelOptions extends Omit<AnalyseOptions, 'latencyBudget'> {
   windowSeconds: number;
   latencyBudget: number;
-  /** cap on snapshots kept in the window (protects memory under very frequent scrapes) */
-  maxEntries?: number;
+  /** the window keeps older snapshots at least windowSeconds/windowSlots apart (memory bound) */
+  windowSlots?: number;
 }
 
 export class EfficiencyModel implements ModelStage {
@@ -21,7 +21,7 @@ export class EfficiencyModel implements ModelStage {
 
   constructor(private readonly opts: EfficiencyModelOptions) {
     if (!(opts.latencyBudget > 0)) throw new Error('latency budget must be > 0');
-    this.window = new SlidingWindow(opts.windowSeconds, opts.maxEntries);
+    this.window = new SlidingWindow(opts.windowSeconds, opts.windowSlots);
   }
 
   update(snapshot: Snapshot): ModelResult {

@@ -91,14 +91,31 @@ function seconds(a: WindowEntry, b: WindowEntry): number {
 /** Slack on the window edge, so that scrape jitter does not drop the entry exactly one window old. */
 const EDGE_SLACK = 0.02;
 
+/** Count and sum of one histogram over an interval: what integrating the wasted CPU needs. */
+export interface IntervalDelta {
+  seconds: number;
+  hists: Partial<Record<HistKind, { count: number; sumNs: number }>>;
+  counters: Record<string, number>;
+}
+
+/**
+ * Entries are thinned by time, so memory does not follow the scrape rate: older entries are kept
+ * at least windowSeconds/slots apart (the oldest one anchors the window), plus always the two
+ * latest ones, whose difference integrates the counters scrape by scrape. At most slots + 3
+ * entries whatever the scrape rate; the span the delta covers stays within one spacing of the
+ * window (reported by span()).
+ */
 export class SlidingWindow {
   private entries: WindowEntry[] = [];
+  private readonly spacingMs: number;
 
   constructor(
     readonly windowSeconds: number,
-    private readonly maxEntries = 4096,
+    readonly slots = 12,
   ) {
     if (!(windowSeconds > 0)) throw new Error('window must be > 0 s');
+    if (!(Number.isInteger(slots) && slots >= 1)) throw new Error('window slots must be an integer >= 1');
+    this.spacingMs = (windowSeconds * 1000) / slots;
   }
 
   get size(): number {
@@ -110,16 +127,20 @@ export class SlidingWindow {
     const last = this.entries[this.entries.length - 1];
     if (last && e.tMs < last.tMs) this.entries = [];
     this.entries.push(e);
+    // The entry that just stopped being one of the latest two stays only if spaced from its elder.
+    const n = this.entries.length;
+    if (n >= 4 && this.entries[n - 3]!.tMs - this.entries[n - 4]!.tMs < this.spacingMs) this.entries.splice(n - 3, 1);
     const edge = e.tMs - this.windowSeconds * 1000 * (1 + EDGE_SLACK);
-    const firstKept = this.entries.findIndex((x) => x.tMs >= edge);
-    this.entries = this.entries.slice(Math.max(firstKept, this.entries.length - this.maxEntries));
+    let firstKept = 0;
+    while (this.entries[firstKept]!.tMs < edge) firstKept++;
+    if (firstKept > 0) this.entries = this.entries.slice(firstKept);
   }
 
   latest(): WindowEntry | undefined {
     return this.entries[this.entries.length - 1];
   }
 
-  /** The entry before the latest (for per-interval increments), if any. */
+  /** The snapshot before the latest (for per-interval increments), if any. */
   previous(): WindowEntry | undefined {
     return this.entries[this.entries.length - 2];
   }
@@ -142,14 +163,25 @@ export class SlidingWindow {
     return s > 0 ? { seconds: s, ...totalsDelta(a.devices.get(dev), cur) } : undefined;
   }
 
-  /** Latest minus previous entry of one device (same epoch), for integrating counters. */
-  lastInterval(dev: string): Delta | undefined {
+  /**
+   * Latest minus previous snapshot of one device (same epoch), for integrating counters. Only
+   * counts and sums: the bucket arithmetic of every histogram was a third of the window's cost.
+   */
+  lastInterval(dev: string): IntervalDelta | undefined {
     const a = this.previous();
     const b = this.latest();
     const cur = b?.devices.get(dev);
     const old = a?.devices.get(dev);
     if (!a || !b || !cur || !old || old.epoch !== cur.epoch) return undefined;
     const s = seconds(a, b);
-    return s > 0 ? { seconds: s, ...totalsDelta(old, cur) } : undefined;
+    if (!(s > 0)) return undefined;
+    const hists: IntervalDelta['hists'] = {};
+    for (const [k, h] of Object.entries(cur.hists) as [HistKind, BucketHist][]) {
+      const base = old.hists[k];
+      hists[k] = { count: h.count - (base?.count ?? 0), sumNs: h.sumNs - (base?.sumNs ?? 0) };
+    }
+    const counters: Record<string, number> = {};
+    for (const [k, v] of Object.entries(cur.counters)) counters[k] = v - (old.counters[k] ?? 0);
+    return { seconds: s, hists, counters };
   }
 }

@@ -5,14 +5,62 @@ import type { Logger } from '../log.js';
 import type { HostReader } from '../sources/reader.js';
 import { collectorLog } from './collectorLog.js';
 import type { InputReader } from './engine.js';
-import type { CollectorResult, SnapshotInputs } from './types.js';
+import type { HostReading } from '../sources/types.js';
+import type { CollectorName, CollectorResult, SnapshotInputs } from './types.js';
 
-export function liveReader(host: HostReader, bpf: BpfSource, log: Logger, bpfEnabled: boolean): InputReader {
+/**
+ * How long a scrape waits for the kernel files. A read stuck in the kernel (a sysfs attribute
+ * behind a queue freeze on a dead controller) would otherwise hold every later scrape: the engine
+ * shares one snapshot at a time. Below Prometheus' default 10 s scrape timeout.
+ */
+export const HOST_READ_DEADLINE_MS = 4000;
+
+interface HostRead {
+  host?: HostReading;
+  collectors: CollectorResult[];
+}
+
+export function liveReader(
+  host: Pick<HostReader, 'read'>,
+  bpf: BpfSource,
+  log: Logger,
+  bpfEnabled: boolean,
+  deadlineMs = HOST_READ_DEADLINE_MS,
+): InputReader {
   const note = collectorLog(log);
+  // A read that outlived its deadline: no new one starts until it ends (each would pin another
+  // thread-pool thread on the same stuck file); scrapes meanwhile report the files as failed.
+  let stuck: { since: number; read: Promise<unknown> } | undefined;
+  // The file collectors a read reports (the enabled ones), to mark them failed when it hangs.
+  let names: CollectorName[] = ['sysfs', 'debugfs', 'era'];
+
+  const readHost = async (): Promise<HostRead> => {
+    const t0 = performance.now();
+    const failed = (error: string): HostRead => ({
+      collectors: names.map((name) => ({ name, success: false, durationSeconds: (performance.now() - t0) / 1000, error })),
+    });
+    if (stuck) return failed(`kernel file reads still pending since ${new Date(stuck.since).toISOString()} (a read hung in the kernel?)`);
+    const read = host.read();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), deadlineMs)));
+    const first = await Promise.race([read, late]);
+    clearTimeout(timer);
+    if (first !== 'late') {
+      names = first.collectors.map((c) => c.name);
+      return first;
+    }
+    const entry = { since: Date.now(), read };
+    stuck = entry;
+    const clear = () => {
+      if (stuck === entry) stuck = undefined;
+    };
+    read.then(clear, clear);
+    return failed(`kernel file reads did not finish within ${deadlineMs / 1000} s (a read hung in the kernel?)`);
+  };
 
   return async (): Promise<SnapshotInputs> => {
     const takenAtMs = Date.now();
-    const [hostRead, bpfRead] = await Promise.all([host.read(), bpfEnabled ? readBpf(bpf) : undefined]);
+    const [hostRead, bpfRead] = await Promise.all([readHost(), bpfEnabled ? readBpf(bpf) : undefined]);
     const collectors = [...hostRead.collectors, ...(bpfRead ? [bpfRead.result] : [])];
     // A disabled BPF collector (auto without privileges) was explained once at startup; its
     // success=0 stays visible in the self-metrics without a warning on the first scrape too.
@@ -20,7 +68,7 @@ export function liveReader(host: HostReader, bpf: BpfSource, log: Logger, bpfEna
     collectors.filter((c) => !(c.name === 'bpf' && disabled)).forEach(note);
     return {
       takenAtMs,
-      host: hostRead.host,
+      ...(hostRead.host ? { host: hostRead.host } : {}),
       ...(bpfRead?.snap ? { bpf: bpfRead.snap } : {}),
       bpfStatus: bpf.status(),
       collectors,

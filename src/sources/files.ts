@@ -11,9 +11,8 @@ export class FileTooLargeError extends Error {}
  * planted in a tree given with --path.* from blocking a libuv thread (and every later scrape)
  * forever; a device node is cut off at maxBytes like any file. O_NOFOLLOW: kernel attribute files
  * are never symlinks, and one planted in a writable tree must not make the exporter (often root)
- * quote another file in its errors. No fstat: it would add a fifth thread-pool round trip to every
- * one of the ~14 files a device costs per scrape; the buffer grows instead (a 6 MB BTF takes a few
- * doublings, once).
+ * quote another file in its errors. No fstat: it would add a thread-pool round trip to every
+ * file; the buffer grows instead (a 6 MB BTF takes a few doublings, once).
  */
 export async function readBounded(path: string, maxBytes = DEFAULT_MAX_BYTES): Promise<Buffer> {
   const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | constants.O_NOFOLLOW).catch((e: unknown) => {
@@ -28,14 +27,19 @@ export async function readBounded(path: string, maxBytes = DEFAULT_MAX_BYTES): P
         buf.copy(bigger, 0, 0, n);
         buf = bigger;
       }
-      const { bytesRead } = await fh.read(buf, n, buf.length - n, null);
-      if (bytesRead === 0) break;
+      const want = buf.length - n;
+      const { bytesRead } = await fh.read(buf, n, want, null);
       n += bytesRead;
       if (n > maxBytes) throw new FileTooLargeError(`larger than ${maxBytes} bytes: not read`);
+      // A short read is the end: regular files, sysfs attributes (one show() per read) and
+      // debugfs seq_files (filled up to the buffer) all end so. Saves a thread-pool round trip
+      // per file, about a quarter of the file reading's time.
+      if (bytesRead < want) break;
     }
     return buf.subarray(0, n);
   } finally {
-    await fh.close();
+    // Not awaited: the content is complete, the scrape need not wait for close(2).
+    fh.close().catch(() => {});
   }
 }
 

@@ -1,5 +1,6 @@
 // Reads sysfs, debugfs and procfs into a HostReading. All file access of the sources lives here;
 // parsing is delegated to the pure parsers beside this file.
+import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CollectorName, CollectorResult } from '../snapshot/types.js';
 import { btfFeatures, detectEra, parseOsRelease } from './era.js';
@@ -9,7 +10,7 @@ import { parseHctxIoPoll, parseHctxType } from './hctx.js';
 import { parsePollStat } from './pollStat.js';
 import { parseDevNum, parseIntFile, parseIoPoll, parseIoPollDelay } from './queue.js';
 import type { Parsed } from './result.js';
-import type { DeviceReading, HostReading, KernelFeatures } from './types.js';
+import type { DeviceReading, HctxIoPoll, HostReading, KernelFeatures } from './types.js';
 
 export interface HostPaths {
   sysfs: string;
@@ -62,7 +63,34 @@ async function readParsed<T>(path: string, parse: (t: string) => Parsed<T>, erro
   return r.value;
 }
 
+/** How long a device's debugfs listing and hctx types are trusted before they are read again. */
+export const STATIC_REFRESH_MS = 60_000;
+
+/** What a device's sysfs entry holds for its lifetime. */
+interface SysfsStatic {
+  ino: string;
+  contained: boolean;
+  devNum?: string;
+  errors: Errors;
+}
+
+/** A device's debugfs directory as last listed: which files exist, and the hctx types. */
+interface DebugfsStatic {
+  ino: string;
+  readAtMs: number;
+  listed: boolean;
+  pollStat: boolean;
+  byType: Partial<Record<string, number>>;
+  /** hctx directories that have an io_poll file, and the counters read with the listing */
+  hctxIoPoll: string[];
+  firstCounters: HctxIoPoll[];
+  errors: Errors;
+}
+
 export class HostReader {
+  private readonly sysfsStatic = new Map<string, SysfsStatic>();
+  private readonly debugfsStatic = new Map<string, DebugfsStatic>();
+
   private btfCache?: Pick<KernelFeatures, 'iouringHybrid' | 'legacyHybrid' | 'hctxPollCounters'> | { error: string } | 'absent';
 
   private realRoots = { sysfs: '', debugfs: '' };
@@ -95,6 +123,10 @@ export class HostReader {
     if (listed === undefined && blockError === undefined) blockError = 'no such directory: is --path.sysfs right?';
     const names = (listed ?? []).filter((n) => isSafeName(n) && deviceSelected(n, this.opts.filter));
     const devices: DeviceReading[] = names.map((device) => ({ device, errors: [] }));
+    const listedNames = new Set(names);
+    for (const cache of [this.sysfsStatic, this.debugfsStatic]) {
+      for (const name of cache.keys()) if (!listedNames.has(name)) cache.delete(name);
+    }
 
     let nvmePollQueues: number | undefined;
     if (this.opts.collectors.sysfs) {
@@ -154,45 +186,97 @@ export class HostReader {
     };
   }
 
+  /**
+   * Per scrape: one lstat of the device's entry and its two queue settings (writable at any time,
+   * so read every scrape). `dev` and the containment check belong to the device's lifetime: read
+   * again only when the entry is a new one (sysfs gives a re-created device a new inode).
+   */
   private async readSysfsDevice(d: DeviceReading): Promise<void> {
     const dir = join(this.opts.paths.sysfs, 'block', d.device);
-    if (!(await contained(this.realRoots.sysfs, dir, d))) return;
-    const [devNum, ioPoll, ioPollDelay] = await Promise.all([
-      readParsed(join(dir, 'dev'), parseDevNum, d.errors),
+    const known = this.sysfsStatic.get(d.device);
+    const ino = await identity(dir, d);
+    if (ino === undefined) return; // gone since the listing (or unreadable: recorded)
+    const st = known?.ino === ino ? known : await this.readSysfsStatic(dir, ino);
+    // Only a clean reading is kept: an error is read (and reported) again next scrape.
+    if (st.errors.length === 0) this.sysfsStatic.set(d.device, st);
+    else this.sysfsStatic.delete(d.device);
+    if (!st.contained) return void d.errors.push(...st.errors);
+    if (st.devNum !== undefined) d.devNum = st.devNum;
+    const [ioPoll, ioPollDelay] = await Promise.all([
       readParsed(join(dir, 'queue/io_poll'), parseIoPoll, d.errors),
       readParsed(join(dir, 'queue/io_poll_delay'), parseIoPollDelay, d.errors),
     ]);
-    if (devNum !== undefined) d.devNum = devNum;
     if (ioPoll !== undefined) d.ioPoll = ioPoll;
     if (ioPollDelay !== undefined) d.ioPollDelay = ioPollDelay;
+    d.errors.push(...st.errors);
   }
 
+  private async readSysfsStatic(dir: string, ino: string): Promise<SysfsStatic> {
+    const errors: Errors = [];
+    const contained = await containedIn(this.realRoots.sysfs, dir, errors);
+    const devNum = contained ? await readParsed(join(dir, 'dev'), parseDevNum, errors) : undefined;
+    return { ino, contained, ...(devNum === undefined ? {} : { devNum }), errors };
+  }
+
+  /**
+   * Per scrape: poll_stat and the hctx io_poll counters, only those the device's directory had
+   * (io_poll is gone on 5.16+, poll_stat on 6.4+: never opened there). The listing and the hctx
+   * types are kept for the device's lifetime and refreshed every STATIC_REFRESH_MS, because a
+   * controller reset can remap hardware queues under the same directory.
+   */
   private async readDebugfsDevice(d: DeviceReading): Promise<void> {
     const dir = join(this.opts.paths.debugfs, 'block', d.device);
-    if (!(await contained(this.realRoots.debugfs, dir, d))) return;
+    const known = this.debugfsStatic.get(d.device);
+    const ino = await identity(dir, d);
+    if (ino === undefined) return;
+    const now = Date.now();
+    const fresh = known?.ino === ino && now - known.readAtMs < STATIC_REFRESH_MS ? known : undefined;
+    const st = fresh ?? (await this.readDebugfsStatic(dir, ino, now));
+    if (st.errors.length === 0) this.debugfsStatic.set(d.device, st);
+    else this.debugfsStatic.delete(d.device);
+    if (!st.listed) return void d.errors.push(...st.errors);
+    d.hctxByType = st.byType;
+    const [pollStat, ...counters] = await Promise.all([
+      st.pollStat ? readParsed(join(dir, 'poll_stat'), parsePollStat, d.errors) : { kind: 'absent' as const },
+      // The static reading just read the counters: not read twice in one scrape.
+      ...st.hctxIoPoll.map((h, i) => (fresh ? readParsed(join(dir, h, 'io_poll'), (t) => parseHctxIoPoll(h, t), d.errors) : st.firstCounters[i])),
+    ]);
+    if (pollStat) d.pollStat = pollStat;
+    const present = counters.filter((c) => c !== undefined);
+    if (present.length > 0) d.hctxIoPoll = present;
+    // After this scrape's own: the collector's error line names poll_stat first, as it always did.
+    d.errors.push(...st.errors);
+    // A file that vanished since the listing: look again next scrape.
+    if ((st.pollStat && !pollStat) || present.length < st.hctxIoPoll.length) this.debugfsStatic.delete(d.device);
+  }
+
+  private async readDebugfsStatic(dir: string, ino: string, now: number): Promise<DebugfsStatic> {
+    const errors: Errors = [];
+    const st: DebugfsStatic = { ino, readAtMs: now, listed: false, pollStat: false, byType: {}, hctxIoPoll: [], firstCounters: [], errors };
+    if (!(await containedIn(this.realRoots.debugfs, dir, errors))) return st;
     let entries: string[];
     try {
       entries = (await listDir(dir)) ?? [];
     } catch (e) {
-      d.errors.push({ file: dir, message: messageOf(e) });
-      return;
+      errors.push({ file: dir, message: messageOf(e) });
+      return st;
     }
-    const pollStat = entries.includes('poll_stat')
-      ? await readParsed(join(dir, 'poll_stat'), parsePollStat, d.errors)
-      : { kind: 'absent' as const };
-    if (pollStat) d.pollStat = pollStat;
+    st.listed = true;
+    st.pollStat = entries.includes('poll_stat');
     const hctxs = entries.filter((e) => /^hctx\d+$/.test(e));
-    const byType: Partial<Record<string, number>> = {};
-    const counters = await Promise.all(
+    const read = await Promise.all(
       hctxs.map(async (h) => {
-        const type = await readParsed(join(dir, h, 'type'), parseHctxType, d.errors);
-        if (type) byType[type] = (byType[type] ?? 0) + 1;
-        return readParsed(join(dir, h, 'io_poll'), (t) => parseHctxIoPoll(h, t), d.errors);
+        const type = await readParsed(join(dir, h, 'type'), parseHctxType, errors);
+        if (type) st.byType[type] = (st.byType[type] ?? 0) + 1;
+        return readParsed(join(dir, h, 'io_poll'), (t) => parseHctxIoPoll(h, t), errors);
       }),
     );
-    d.hctxByType = byType;
-    const present = counters.filter((c) => c !== undefined);
-    if (present.length > 0) d.hctxIoPoll = present;
+    read.forEach((c, i) => {
+      if (c === undefined) return;
+      st.hctxIoPoll.push(hctxs[i]!);
+      st.firstCounters.push(c);
+    });
+    return st;
   }
 
   private async btfFeatures(): Promise<NonNullable<HostReader['btfCache']>> {
@@ -210,10 +294,25 @@ export class HostReader {
 }
 
 /** A device directory that resolves outside its tree is not read (see resolvesWithin). */
-async function contained(realRootPath: string, dir: string, d: DeviceReading): Promise<boolean> {
+async function containedIn(realRootPath: string, dir: string, errors: Errors): Promise<boolean> {
   const inside = await resolvesWithin(realRootPath, dir).catch(() => true); // unreadable: the reads will say so
-  if (!inside) d.errors.push({ file: dir, message: `resolves outside ${realRootPath}: not read` });
+  if (!inside) errors.push({ file: dir, message: `resolves outside ${realRootPath}: not read` });
   return inside;
+}
+
+/**
+ * A device entry's identity (not followed): inode and change time. sysfs and debugfs give a
+ * re-created device new inodes; the change time also tells a re-created fixture directory on a
+ * file system that reuses inode numbers, and one whose entries changed (debugfs hctx dirs).
+ */
+async function identity(path: string, d: DeviceReading): Promise<string | undefined> {
+  try {
+    const st = await lstat(path, { bigint: true });
+    return `${st.ino}/${st.ctimeNs}`;
+  } catch (e) {
+    if (!isMissing(e)) d.errors.push({ file: path, message: messageOf(e) });
+    return undefined;
+  }
 }
 
 /** The collector's one-line error: the first problem, and how many more. */

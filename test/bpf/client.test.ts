@@ -115,6 +115,26 @@ describe('BpfCollector', () => {
     }
   });
 
+  it('drops the series of devices --collector.device-include/-exclude do not select (names from sysfs)', async () => {
+    const { mkdirSync, symlinkSync } = await import('node:fs');
+    const sysfs = join(dir, 'sys');
+    mkdirSync(join(sysfs, 'dev/block'), { recursive: true });
+    symlinkSync('../../devices/virtual/block/loop0', join(sysfs, 'dev/block/7:0'));
+    const devicesWith = async (filter: { include?: RegExp; exclude?: RegExp }) => {
+      const col = await BpfCollector.create({ mode: 'on', loader: process.execPath, extraArgs: [FAKE, 'ok', join(dir, 'starts')], timeoutMs: 1000, log, paths: { sysfs }, filter });
+      try {
+        await until(() => col.status().state === 'running');
+        return (await col.snapshot())!.devices.map((d) => d.dev);
+      } finally {
+        await col.stop();
+      }
+    };
+    expect(await devicesWith({ include: /^loop/ })).toEqual(['7:0']);
+    expect(await devicesWith({ include: /^nvme/ })).toEqual([]);
+    expect(await devicesWith({ exclude: /^loop/ })).toEqual([]);
+    expect(await devicesWith({})).toEqual(['7:0']);
+  });
+
   it('gives up in auto mode when the loader fails to start three times', async () => {
     const col = await BpfCollector.create({
       mode: 'auto',

@@ -102,12 +102,21 @@ describe('sliding window', () => {
     expect(w.delta('a')).toMatchObject({ seconds: 10, counters: { polled_ios: 100 } });
   });
 
-  it('caps the number of entries', () => {
-    const w = new SlidingWindow(60, 8);
+  it('thins entries by time: a bounded number whatever the scrape rate, the oldest anchoring the window', () => {
+    const w = new SlidingWindow(60, 6); // older entries at least 10 s apart
     const acc = new Accumulator();
-    for (let t = 0; t < 30; t++) feed(w, acc, t * 0.1, { a: { ios: t } });
-    expect(w.size).toBe(8);
-    expect(w.delta('a')!.counters['polled_ios']).toBe(7);
+    let most = 0;
+    for (let t = 0; t <= 200; t += 0.25) {
+      feed(w, acc, t, { a: { ios: t * 4 } });
+      most = Math.max(most, w.size);
+    }
+    expect(most).toBeLessThanOrEqual(6 + 3);
+    // span within one spacing of the window, and the last interval is the last scrape's
+    const d = w.delta('a')!;
+    expect(d.seconds).toBeGreaterThanOrEqual(50);
+    expect(d.seconds).toBeLessThanOrEqual(60 * 1.02);
+    expect(d.counters['polled_ios']).toBeCloseTo(d.seconds * 4, 6);
+    expect(w.lastInterval('a')).toMatchObject({ seconds: 0.25, counters: { polled_ios: 1 } });
   });
 
   it('rejects histograms off the grid with a clear error', () => {
