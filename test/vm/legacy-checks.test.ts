@@ -61,6 +61,8 @@ function run(delay: DelayMode, f: Fig): LegacyRun {
   const after = [
     'hybridpoll_kernel_era_info{era="blkmq_hybrid",evidence="btf",release="5.10.0-32-amd64"} 1',
     'hybridpoll_bpf_poll_path_info{path="tracepoint"} 1',
+    ...['rq_issue', 'rq_complete', 'hrtimer_start', 'sched_switch', 'sched_wakeup', 'task_exit'].map((p) => `hybridpoll_bpf_program_attached{program="${p}"} 1`),
+    'hybridpoll_bpf_program_attached{program="iopoll_enter"} 0',
     `hybridpoll_device_io_poll_delay{${d}} ${ioPollDelay}`,
     `hybridpoll_polled_ios_total{${d}} ${f.polled}`,
     `hybridpoll_poll_sleeps_total{${d}} ${f.sleeps}`,
@@ -114,7 +116,7 @@ describe('legacy checks', () => {
   it('all pass on consistent figures', () => {
     const cs = checks(good());
     expect(cs.filter((c) => !c.pass).map((c) => `${c.id}: ${c.measured}`)).toEqual([]);
-    expect(cs.map((c) => c.id)).toEqual(expect.arrayContaining(['L1 era', 'L1 io_poll_delay', 'L1 poll_stat', 'L1 hctx io_poll', 'L2 count', 'L3 sleeps', 'L3 sleeps/IO', 'L3 switch-outs', 'L4 requested', 'L5 cpu', 'L6 model classic', 'L6 model ½ mean', 'Lcleanup']));
+    expect(cs.map((c) => c.id)).toEqual(expect.arrayContaining(['L1 era', 'L1 bpf', 'L1 io_poll_delay', 'L1 poll_stat', 'L1 hctx io_poll', 'L2 count', 'L3 sleeps', 'L3 sleeps/IO', 'L3 switch-outs', 'L4 requested', 'L5 cpu', 'L6 model classic', 'L6 model ½ mean', 'Lcleanup']));
   });
   it('count: 1.9 % off passes, 2.1 % fails', () => {
     const g = good();

@@ -9,6 +9,8 @@ export interface LegacyFigures {
   run: LegacyRun;
   era: string | undefined;
   pollPath: string | undefined;
+  /** programs the exporter reports attached */
+  attached: string[];
   ioPollDelayGauge: number | undefined;
   polledIos: number | undefined;
   sleeps: number | undefined;
@@ -54,6 +56,7 @@ export function legacyFigures(r: LegacyRun): LegacyFigures {
     run: r,
     era: select(a, 'hybridpoll_kernel_era_info')[0]?.labels.era,
     pollPath: select(a, 'hybridpoll_bpf_poll_path_info').find((s) => s.value === 1)?.labels.path,
+    attached: select(a, 'hybridpoll_bpf_program_attached').filter((x) => x.value === 1).map((x) => x.labels.program ?? ''),
     ioPollDelayGauge: value(a, 'hybridpoll_device_io_poll_delay', dev),
     polledIos: delta(b, a, 'hybridpoll_polled_ios_total', dev),
     sleeps: delta(b, a, 'hybridpoll_poll_sleeps_total', dev),
@@ -85,6 +88,8 @@ export function legacyFigures(r: LegacyRun): LegacyFigures {
     cpuUtil: p.cpuSeconds / p.wallSeconds,
   };
 }
+
+const TRACEPOINT_PROGRAMS = ['rq_issue', 'rq_complete', 'hrtimer_start', 'sched_switch', 'sched_wakeup', 'task_exit'];
 
 /** A check whose premise does not hold in this session: skipped loudly with the evidence. */
 export type LegacyCheck = CheckResult & { skipped?: string };
@@ -138,6 +143,12 @@ export function legacyChecks(figs: LegacyFigures[], w: Workload, accel = 'tcg'):
 
   const era = each(runs, (r) => ({ ok: r.era === 'blkmq_hybrid', text: `era=${r.era}` }));
   out.push(check(w, '1 era', 'era detection', era.measured, 'blkmq_hybrid', era.pass));
+  // 5.10's BTF has no io_uring_classic_poll: the loader must choose the tracepoint path by BTF.
+  const bpf = each(runs, (r) => ({
+    ok: r.pollPath === 'tracepoint' && TRACEPOINT_PROGRAMS.every((p) => r.attached.includes(p)),
+    text: `poll path ${r.pollPath}, attached ${r.attached.join(',') || 'none'}`,
+  }));
+  out.push(check(w, '1 bpf', 'BPF collector loaded on 5.10: the tracepoint path with every tracepoint program', bpf.measured, `tracepoint; ${TRACEPOINT_PROGRAMS.join(',')}`, bpf.pass));
   const delay = each(runs, (r) => ({ ok: r.ioPollDelayGauge === r.run.ioPollDelay, text: `set ${r.run.ioPollDelay}, exported ${num(r.ioPollDelayGauge)}` }));
   out.push(check(w, '1 io_poll_delay', 'io_poll_delay exported as set by the test', delay.measured, 'equal', delay.pass));
   const a = by('adaptive');
