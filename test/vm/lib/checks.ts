@@ -16,6 +16,8 @@ export interface CheckResult {
   /** the bound, human-readable */
   bound: string;
   pass: boolean;
+  /** set when the check's precondition does not hold here: it is skipped loudly, with the evidence */
+  skipped?: string;
 }
 
 export const BOUNDS = {

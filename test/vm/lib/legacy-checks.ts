@@ -91,8 +91,8 @@ export function legacyFigures(r: LegacyRun): LegacyFigures {
 
 const TRACEPOINT_PROGRAMS = ['rq_issue', 'rq_complete', 'hrtimer_start', 'sched_switch', 'sched_wakeup', 'task_exit'];
 
-/** A check whose premise does not hold in this session: skipped loudly with the evidence. */
-export type LegacyCheck = CheckResult & { skipped?: string };
+/** A check whose premise does not hold in this session carries `skipped` (run loudly skipped). */
+export type LegacyCheck = CheckResult;
 
 /** Most slept I/Os censored: F_D is then mostly bounded from above, not measured. */
 export const MAX_CENSORED = 0.5;

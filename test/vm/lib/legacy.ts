@@ -7,7 +7,6 @@
 import type { Guest, GuestImages, GuestInfo } from './guest.js';
 import type { DriverResult, ExporterStop } from './session.js';
 import { waitBpfUp } from './session.js';
-import { parseExposition, value } from './prom.js';
 import { parsePollStat } from '../../../src/sources/pollStat.js';
 
 export type Workload = 'hpdrive' | 'fio';
@@ -196,12 +195,10 @@ async function measuredRun(g: Guest, w: Workload, device: string, secs: number):
   return { poller, raw, before, after, pollStatWatch };
 }
 
-/** The read 4 KiB poll_stat mean (seconds) the exporter showed after a run. */
-export function pollStatMean4k(after: string, device: string): number | undefined {
-  return value(parseExposition(after), 'hybridpoll_poll_stat_mean_seconds', { device, op: 'read', size_bytes: '4096' });
-}
-
-/** The fixed delay (µs) for a workload: ¾ of its adaptive run's poll_stat mean, at least 1 µs. */
+/**
+ * The fixed delay (µs) for a workload: ¾ of the poll_stat mean its adaptive run slept on (per I/O
+ * over the run, see pollStatMeanOverRun), at least 1 µs.
+ */
 export function fixedDelayUs(adaptiveMeanSeconds: number | undefined): number {
   if (adaptiveMeanSeconds === undefined || !(adaptiveMeanSeconds > 0)) throw new Error('adaptive run left no read 4k poll_stat mean to derive the fixed delay from');
   return Math.max(1, Math.round(adaptiveMeanSeconds * 1e6 * FIXED_FRACTION_OF_MEAN));
@@ -228,7 +225,7 @@ export async function runLegacySession(g: Guest, base: Omit<LegacySession, 'runs
           stop = await g.agent<ExporterStop>('POST', '/exporter/stop', {}, 60_000);
           const run: LegacyRun = { workload: w, delay, ioPollDelay, device, ...m, exporterStartMs: st.startMs, bpfReadySeconds: ready, exporterStop: stop };
           session.runs.push(run);
-          if (delay === 'adaptive') adaptiveMean = pollStatMean4k(m.after, device);
+          if (delay === 'adaptive') adaptiveMean = pollStatMeanOverRun(m.pollStatWatch).meanSeconds;
           const p = m.poller;
           o.log(`legacy ${w} io_poll_delay=${ioPollDelay} (${delay}): ${p.ios} I/Os, ${Math.round(p.iops)} IOPS, CPU ${((p.cpuSeconds / p.wallSeconds) * 100).toFixed(0)}%, ` +
             `${(p.voluntarySwitches / Math.max(1, p.ios)).toFixed(2)} csw/IO, mean ${p.latUs.mean.toFixed(0)} µs (${((Date.now() - t1) / 1000).toFixed(0)} s; ${((Date.now() - t0) / 1000).toFixed(0)} s total)`);
