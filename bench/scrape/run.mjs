@@ -10,6 +10,8 @@
 //
 //   npm run bench:scrape                  (builds, then: node bench/scrape/run.mjs)
 //   node bench/scrape/run.mjs --scrapes 300 --pairs 3 --devices 1,16,64 --buckets pow2
+//   node bench/scrape/run.mjs --baseline /tmp/base   (a built checkout of an older commit, run
+//                                                    in the same pairs: A B C A B C; rows "before")
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -33,12 +35,16 @@ const { values: opt } = parseArgs({
     devices: { type: 'string', default: '1,16,64' },
     buckets: { type: 'string', default: 'pow2' },
     'loader-runs': { type: 'string', default: '3' },
+    baseline: { type: 'string' },
   },
 });
 const SCRAPES = Number(opt.scrapes);
 const WARMUP = Number(opt.warmup);
 const PAIRS = Number(opt.pairs);
 const DEVICES = opt.devices.split(',').map(Number);
+const BASE_CLI = opt.baseline ? resolve(opt.baseline, 'dist/cli.js') : undefined;
+/** Our exporter, or the baseline checkout's: both are "hybridpoll" to start() but for the file run. */
+const isOurs = (kind) => kind === 'hybridpoll' || kind === 'before';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const median = (xs) => {
@@ -83,8 +89,8 @@ async function start(kind, host, devices, o = {}) {
   let args;
   let env = process.env;
   const port = await freePort();
-  if (kind === 'hybridpoll') {
-    args = [CLI, `--path.sysfs=${host.sys}`, `--path.debugfs=${host.debug}`, `--path.procfs=${host.proc}`, `--web.listen-address=127.0.0.1:${port}`, `--bpf.buckets=${opt.buckets}`];
+  if (isOurs(kind)) {
+    args = [kind === 'before' ? BASE_CLI : CLI, `--path.sysfs=${host.sys}`, `--path.debugfs=${host.debug}`, `--path.procfs=${host.proc}`, `--web.listen-address=127.0.0.1:${port}`, `--bpf.buckets=${opt.buckets}`];
     if (o.realLoader) args.push('--bpf.enable=on');
     else if (IS_ROOT) {
       args.push('--bpf.enable=on', `--bpf.loader=${FAKE}`);
@@ -94,12 +100,12 @@ async function start(kind, host, devices, o = {}) {
     args = [`--path.sysfs=${host.sys}`, `--path.procfs=${host.proc}`, `--path.udev.data=${host.udev}`, `--web.listen-address=127.0.0.1:${port}`, '--collector.disable-defaults', '--collector.diskstats'];
   }
   const t0 = performance.now();
-  const proc = spawn(kind === 'hybridpoll' ? process.execPath : NODE_EXPORTER, args, { stdio: ['ignore', 'ignore', 'pipe'], env });
+  const proc = spawn(isOurs(kind) ? process.execPath : NODE_EXPORTER, args, { stdio: ['ignore', 'ignore', 'pipe'], env });
   let log = '';
   proc.stderr.on('data', (d) => (log += d));
   const url = `http://127.0.0.1:${port}/metrics`;
   const listening = await waitFor(async () => ((await fetch(url)).status === 200 ? performance.now() - t0 : undefined), `${kind} to listen`);
-  const wantBpf = kind === 'hybridpoll' && (IS_ROOT || o.realLoader);
+  const wantBpf = isOurs(kind) && (IS_ROOT || o.realLoader);
   const ready = wantBpf ? await waitFor(async () => ((await (await fetch(url)).text()).includes('hybridpoll_bpf_up 1') ? performance.now() - t0 : undefined), 'BPF data', 60_000) : listening;
   return {
     pid: proc.pid,
@@ -156,17 +162,20 @@ async function oneRun(kind, host, devices) {
   }
 }
 
+/** Real loader at 1 device, ours and (with --baseline) the baseline's, interleaved run by run. */
 async function loaderStartup() {
   if (!IS_ROOT || !existsSync(REAL_LOADER)) return undefined;
   const host = makeHost(1);
-  const runs = [];
+  const runs = { hybridpoll: [], before: [] };
   try {
     for (let i = 0; i < Number(opt['loader-runs']); i++) {
-      const e = await start('hybridpoll', host, 1, { realLoader: true });
-      // stderr arrives through its own pipe, possibly after the scrape that showed BPF up
-      const loadMs = await waitFor(async () => Number(/msg="bpf loader running".* load_ms=(\d+)/.exec(e.log())?.[1]) || undefined, 'the loader log line', 5000).catch(() => NaN);
-      runs.push({ readyMs: e.readyMs, listeningMs: e.listeningMs, loadMs });
-      await e.stop();
+      for (const kind of BASE_CLI ? ['hybridpoll', 'before'] : ['hybridpoll']) {
+        const e = await start(kind, host, 1, { realLoader: true });
+        // stderr arrives through its own pipe, possibly after the scrape that showed BPF up
+        const loadMs = await waitFor(async () => Number(/msg="bpf loader running".* load_ms=(\d+)/.exec(e.log())?.[1]) || undefined, 'the loader log line', 5000).catch(() => NaN);
+        runs[kind].push({ readyMs: e.readyMs, listeningMs: e.listeningMs, loadMs });
+        await e.stop();
+      }
     }
   } finally {
     host.dispose();
@@ -178,6 +187,7 @@ async function loaderStartup() {
 
 const haveNodeExporter = existsSync(NODE_EXPORTER);
 if (!existsSync(CLI)) throw new Error(`${CLI} missing: npm run build:ts`);
+if (BASE_CLI && !existsSync(BASE_CLI)) throw new Error(`${BASE_CLI} missing: build the baseline checkout (npm run build:ts there)`);
 if (!haveNodeExporter) console.warn(`*** ${NODE_EXPORTER} missing (apt-get install prometheus-node-exporter): no comparison ***`);
 if (!IS_ROOT) console.warn('*** not root: the fake BPF loader cannot be started, our exporter runs without BPF histograms ***');
 
@@ -188,11 +198,12 @@ console.log(`host: ${cpuModel}, ${readFileSync('/proc/loadavg', 'utf8').split(' 
 const rows = [];
 for (const n of DEVICES) {
   const host = makeHost(n);
-  const runs = { hybridpoll: [], node_exporter: [] };
+  const runs = { hybridpoll: [], node_exporter: [], before: [] };
   try {
     for (let p = 0; p < PAIRS; p++) {
       runs.hybridpoll.push(await oneRun('hybridpoll', host, n));
       if (haveNodeExporter) runs.node_exporter.push(await oneRun('node_exporter', host, n));
+      if (BASE_CLI) runs.before.push(await oneRun('before', host, n));
     }
   } finally {
     host.dispose();
@@ -212,22 +223,32 @@ console.log(line(Array(11).fill('---')));
 for (const n of DEVICES) {
   const ours = rows.find((x) => x.devices === n && x.kind === 'hybridpoll');
   const ne = rows.find((x) => x.devices === n && x.kind === 'node_exporter');
-  for (const r of [ours, ne]) {
+  const before = rows.find((x) => x.devices === n && x.kind === 'before');
+  for (const r of [ours, ne, before]) {
     if (r) console.log(line([r.devices, r.kind, fmt(r.p50, 2), fmt(r.p99, 2), fmt(r.cpuMs, 2), fmt(r.rssMiB), fmt(r.hwmMiB), r.series, fmt(r.kib), fmt(r.listeningMs, 0), fmt(r.startupMs, 0)]));
   }
   if (ours && ne) {
     const q = (a, b) => (b > 0 ? `×${(a / b).toFixed(1)}` : '–');
     console.log(line([n, 'ratio', q(ours.p50, ne.p50), q(ours.p99, ne.p99), q(ours.cpuMs, ne.cpuMs), q(ours.rssMiB, ne.rssMiB), q(ours.hwmMiB, ne.hwmMiB), q(ours.series, ne.series), q(ours.kib, ne.kib), q(ours.listeningMs, ne.listeningMs), q(ours.startupMs, ne.startupMs)]));
   }
+  if (ours && before) {
+    const q = (a, b) => (b > 0 ? `×${(a / b).toFixed(2)}` : '–');
+    console.log(line([n, 'after/before', q(ours.p50, before.p50), q(ours.p99, before.p99), q(ours.cpuMs, before.cpuMs), q(ours.rssMiB, before.rssMiB), q(ours.hwmMiB, before.hwmMiB), q(ours.series, before.series), q(ours.kib, before.kib), q(ours.listeningMs, before.listeningMs), q(ours.startupMs, before.startupMs)]));
+  }
 }
 
-const loader = await loaderStartup();
+const loaders = await loaderStartup();
+const loader = loaders?.hybridpoll;
 console.log();
-if (loader) {
+if (loaders) {
   console.log(line(['real BPF loader startup', 'listening ms', 'BPF up ms', 'loader load+attach ms']));
   console.log(line(Array(4).fill('---')));
-  loader.forEach((r, i) => console.log(line([`run ${i + 1}`, fmt(r.listeningMs, 0), fmt(r.readyMs, 0), fmt(r.loadMs, 0)])));
-  console.log(line(['median', fmt(median(loader.map((r) => r.listeningMs)), 0), fmt(median(loader.map((r) => r.readyMs)), 0), fmt(median(loader.map((r) => r.loadMs)), 0)]));
+  for (const [kind, rs] of Object.entries(loaders)) {
+    if (rs.length === 0) continue;
+    const name = kind === 'before' ? 'before: ' : '';
+    rs.forEach((r, i) => console.log(line([`${name}run ${i + 1}`, fmt(r.listeningMs, 0), fmt(r.readyMs, 0), fmt(r.loadMs, 0)])));
+    console.log(line([`${name}median`, fmt(median(rs.map((r) => r.listeningMs)), 0), fmt(median(rs.map((r) => r.readyMs)), 0), fmt(median(rs.map((r) => r.loadMs)), 0)]));
+  }
 } else {
   console.log('real BPF loader startup: not measured (needs root and build/bpf/hybridpoll-bpf: npm run build:bpf)');
 }

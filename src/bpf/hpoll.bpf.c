@@ -114,6 +114,7 @@ struct task_st {
 	u64 t_polled;     /* tracepoint path: last polled issue or completion in this task */
 	u64 t_loop;       /* fentry: entry of the first io_do_iopoll pass of this poll loop (0: none) */
 	u64 loop_woke;    /* fentry: last wake-up inside the loop (switch-in, or sleep start) */
+	u64 t_found;      /* fentry: first classic_poll that found a completion after loop_woke */
 	u64 t_cp;         /* fentry: io_uring_classic_poll entry */
 	u64 t_woke;       /* fentry: wake-up of the slept request (switch-in, or sleep start) */
 	u64 ctx;          /* fentry: ring of the current pass */
@@ -698,6 +699,7 @@ int BPF_PROG(hp_iopoll_in, struct io_ring_ctx *rctx)
 	if (!st->t_loop) {
 		st->t_loop = bpf_ktime_get_ns();
 		st->loop_woke = 0;
+		st->t_found = 0;
 	}
 	ctr_inc(C_IOPOLL);
 	return 0;
@@ -722,7 +724,11 @@ int BPF_PROG(hp_iopoll_out, struct io_ring_ctx *rctx, bool force_nonspin, int re
 		hist_add(st->dev, HK_IOPOLL, now - st->t_loop);
 		h = hist_add(st->dev, HK_SPIN, now - (st->loop_woke ? st->loop_woke : st->t_loop));
 		if (h && st->loop_woke) {
-			__sync_fetch_and_add(&h->aux0, now - st->loop_woke);
+			/* wake-up -> completion found: what the tracepoint path can time too (reaping after
+			 * it stays in the spin histogram, not in this sum) */
+			u64 found = st->t_found > st->loop_woke ? st->t_found : now;
+
+			__sync_fetch_and_add(&h->aux0, found - st->loop_woke);
 			__sync_fetch_and_add(&h->aux1, 1);
 		}
 		st->t_loop = 0;
@@ -807,6 +813,8 @@ int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsi
 	d = now - st->t_cp;
 	if (ret <= 0)
 		return 0;
+	if (st->t_found <= st->loop_woke)
+		st->t_found = now;
 	cal = calib_get(dev);
 	if (cal && (!cal->min_found_ns || d < cal->min_found_ns))
 		cal->min_found_ns = d;

@@ -117,7 +117,7 @@ function timingFamilies(bpf: BpfSnapshot, names: Map<string, string>, keepEvery:
   // measure alike, wake-up → completion; the tracepoint path sees no spin without a sleep.
   const spins = bpf.devices.flatMap((d) => (d.hists.spin ? [{ dev: d.dev, h: d.hists.spin }] : []));
   out.push(
-    family('poll_spin_after_sleep_seconds_total', 'counter', 'Spin CPU time of poll loops that slept (wake-up to completion found).',
+    family('poll_spin_after_sleep_seconds_total', 'counter', 'Spin of poll loops that slept, from the wake-up to the poll that found the completion (the tracepoint path: to the completion event).',
       spins, (x) => ({ labels: { device: label(x.dev) }, value: x.h.aux0 / 1e9 })),
     family('poll_spin_after_sleep_total', 'counter', 'Poll loops that slept, whose spin is in poll_spin_after_sleep_seconds_total.',
       spins, (x) => ({ labels: { device: label(x.dev) }, value: x.h.aux1 })),

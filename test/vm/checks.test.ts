@@ -12,7 +12,7 @@ function driver(mode: PollMode, ios: number, cpuS: number, vcsw: number, pid = 1
   return {
     mode, flags: mode === 'hybrid' ? 0x20001 : 1, qd: 1, bs: 4096, device: '/dev/nvme0n1', pid, ios, wall_s: 8, iops: ios / 8,
     lat_us: { mean: 1, p50: 1, p90: 1, p99: 1, p999: 1, max: 1 },
-    cpu: { exec_s: cpuS * 1.25, run_delay_s: 0, timeslices: 1, utime_s: 0, stime_s: cpuS, util: cpuS / 8, per_io_us: (cpuS / ios) * 1e6, wait_s: cpuS },
+    cpu: { exec_s: cpuS * 1.25, run_delay_s: 0, timeslices: 1, utime_s: 0, stime_s: cpuS, util: cpuS / 8, per_io_us: (cpuS / ios) * 1e6, wait_s: cpuS, wait_calls: ios, empty_enter_ns: 0 },
     ctxsw: { voluntary: vcsw, involuntary: 0 },
   };
 }
@@ -27,6 +27,12 @@ interface Exp {
   measuredPerIo?: number;
   classicPerIo?: number;
   pid?: number;
+  /** spin after sleeps: seconds, loops */
+  spinSlept?: [number, number];
+  /** io_latency mean seconds (count = polled), overslept and spun I/Os */
+  latS?: number;
+  overslept?: number;
+  spun?: number;
 }
 
 /** Exposition after the run (before = all zero). */
@@ -48,6 +54,9 @@ function scrape(e: Exp): string {
     `hybridpoll_wasted_cpu_cores${d} 0.1`,
   ];
   if (e.hptS !== undefined) lines.push(`hybridpoll_current_sleep_seconds${d} ${e.hptS / 2}`);
+  if (e.spinSlept) lines.push(`hybridpoll_poll_spin_after_sleep_seconds_total${d} ${e.spinSlept[0]}`, `hybridpoll_poll_spin_after_sleep_total${d} ${e.spinSlept[1]}`);
+  if (e.latS !== undefined) lines.push(`hybridpoll_io_latency_seconds_sum${d} ${e.latS * e.polled}`, `hybridpoll_io_latency_seconds_count${d} ${e.polled}`);
+  if (e.overslept !== undefined) lines.push(`hybridpoll_poll_overslept_ios_total${d} ${e.overslept}`, `hybridpoll_poll_spun_ios_total${d} ${e.spun ?? 0}`);
   if (e.measuredPerIo !== undefined) lines.push(`hybridpoll_measured_cpu_seconds_per_io${d} ${e.measuredPerIo}`);
   if (e.classicPerIo !== undefined) lines.push(`hybridpoll_policy_cpu_seconds_per_io{device="nvme0n1",policy="classic"} ${e.classicPerIo}`);
   if (e.hptS !== undefined) {
@@ -61,12 +70,27 @@ function run(tracing: Tracing, mode: PollMode, d: DriverResult, e?: Exp, rep = 0
   return { scenario: 'qd1', tracing, mode, rep, device: 'nvme0n1', driver: d, ...(e ? { before: '', after: scrape(e) } : {}) };
 }
 
+/** A tracepoint run's fentry twin: what a second loader saw of the same run (before = empty). */
+function withTwin(r: RunRecord, t: { polled: number; sleeps: number; offcpuS: number; spinSleptS: number }): RunRecord {
+  const h = (kind: string, count: number, sumS: number, aux0S = 0, aux1 = 0) => ({ dev: '259:0', kind, count, sum: sumS * 1e9, aux0: aux0S * 1e9, aux1 });
+  return { ...r, twin: { before: { hists: [], devs: [] }, after: {
+    hists: [h('sleep_req', t.sleeps, 0), h('offcpu', t.sleeps, t.offcpuS), h('spin', t.polled, t.spinSleptS, t.spinSleptS, t.sleeps)],
+    devs: [{ dev: '259:0', polled_ios: t.polled }],
+  } } };
+}
+
+/** An A/B run of the exporter on `path`, its programs attached or detached. */
+function abRun(path: 'fentry' | 'tracepoint', attached: boolean, mode: PollMode, d: DriverResult, pair = 0): RunRecord {
+  return { scenario: 'qd1', tracing: attached ? path : 'untraced', mode, rep: 0, device: 'nvme0n1', driver: d, ab: { exporter: path, pair } };
+}
+
 function session(runs: RunRecord[]): Session {
   return {
     startedAt: '', wallSeconds: 0, accel: 'tcg', accelWhy: '', bootSeconds: 0, scenarios: [SC], runs,
     exporterArgs: { fentry: [], tracepoint: [] },
     images: { suite: 'trixie', kernel: '', initrd: '', root: '', project: '', kernelRelease: '', loader: true, rootKey: '', projectKey: '' },
-    info: { release: '', cmdline: '', nproc: 2, pollQueuesParam: '2', node: '', loader: true, devices: [], uptime: 0 },
+    info: { release: '', cmdline: '', nproc: 2, pollQueuesParam: '2', node: '', loader: true, uptime: 0,
+      devices: [{ name: 'nvme0n1', serial: 'hpfast', majmin: '259:0', io_poll: '1', io_poll_delay: '-1', max_sectors_kb: '128', hctx: {} }] },
   };
 }
 
@@ -97,6 +121,14 @@ describe('check 2 (classic)', () => {
     expect(find(ok(10_210, 8), 'polled I/Os').pass).toBe(false);
     expect(find(ok(10_000, 7.1), 'spin CPU').pass).toBe(false);
   });
+  it("adds the driver's syscall residue (waiting calls × empty io_uring_enter) to the exporter's spin", () => {
+    const d = driver('poll', 10_000, 8, 0);
+    d.cpu.empty_enter_ns = 100_000; // 10,000 calls × 100 µs = 1 s
+    const c = (spinS: number) => find(check2(new SessionRuns(session([run('fentry', 'poll', d, { polled: 10_000, sleeps: 0, spinS })])), SC), 'spin CPU');
+    expect(c(7).pass).toBe(true);
+    expect(c(8).pass).toBe(false); // 8 + 1 = +12.5%
+    expect(c(7).measured).toContain('syscall residue 1.000 s');
+  });
 });
 
 describe('check 3 (hybrid)', () => {
@@ -114,12 +146,15 @@ describe('check 3 (hybrid)', () => {
 describe('check 4 (paths agree, workload unchanged)', () => {
   const mk = (tpOffcpu: number, tpIops: number) => {
     const ru = [
-      run('untraced', 'hybrid', driver('hybrid', 10_000, 5, 9_000)),
-      run('fentry', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, offcpuS: 2 }),
-      run('tracepoint', 'hybrid', driver('hybrid', tpIops, 5, 9_000), { polled: tpIops, sleeps: tpIops - 1, spinS: tpIops / 10_000, offcpuS: (tpOffcpu * tpIops) / 10_000 }),
-      run('untraced', 'poll', driver('poll', 20_000, 8, 0)),
+      run('fentry', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, offcpuS: 2, spinSlept: [1, 9_999] }),
+      withTwin(run('tracepoint', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, offcpuS: tpOffcpu, spinSlept: [1, 9_999] }),
+        { polled: 10_000, sleeps: 9_999, offcpuS: 2, spinSleptS: 1 }),
       run('fentry', 'poll', driver('poll', 20_000, 8, 0), { polled: 20_000, sleeps: 0, spinS: 7 }),
-      run('tracepoint', 'poll', driver('poll', 20_000, 8, 0), { polled: 20_000, sleeps: 0, spinS: 0 }),
+      withTwin(run('tracepoint', 'poll', driver('poll', 20_000, 8, 0), { polled: 20_000, sleeps: 0, spinS: 0 }), { polled: 20_000, sleeps: 0, offcpuS: 0, spinSleptS: 0 }),
+      ...(['fentry', 'tracepoint'] as const).flatMap((p) => [
+        abRun(p, false, 'hybrid', driver('hybrid', 10_000, 5, 9_000)), abRun(p, true, 'hybrid', driver('hybrid', p === 'tracepoint' ? tpIops : 10_000, 5, 9_000)),
+        abRun(p, false, 'poll', driver('poll', 20_000, 8, 0)), abRun(p, true, 'poll', driver('poll', 20_000, 8, 0)),
+      ]),
     ];
     return check4(new SessionRuns(session(ru)), SC);
   };
@@ -129,6 +164,7 @@ describe('check 4 (paths agree, workload unchanged)', () => {
   });
   it('fails off-CPU totals 20% apart and IOPS 15% up under the tracepoint path', () => {
     expect(find(mk(1.6, 10_000), 'sleep (off-CPU) time').pass).toBe(false);
+    expect(find(mk(1.75, 10_000), 'sleep (off-CPU) time').pass).toBe(true);
     expect(find(mk(2, 11_500), 'hybrid under tracepoint vs untraced: IOPS').pass).toBe(false);
   });
 });
@@ -141,6 +177,20 @@ describe('check 5 (model)', () => {
     ])), SC);
     expect(mk(400e-6 * 1.14)[0]!.pass).toBe(true);
     expect(mk(400e-6 * 0.84)[0]!.pass).toBe(false);
+  });
+  const premises = (accel: string, classicLatS: number, overslept: number) => check5(new SessionRuns({ ...session([
+    run('fentry', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, classicPerIo: 400e-6, latS: 300e-6, overslept, spun: 10_000 - overslept }),
+    run('fentry', 'poll', driver('poll', 20_000, 8, 0), { polled: 20_000, sleeps: 0, spinS: 7, latS: classicLatS }),
+  ]), accel }), SC, accel)[0]!;
+  it('runs in full when the premises hold: classic device time within the hybrid found time, at most half censored', () => {
+    expect(premises('tcg', 340e-6, 5_000).skipped).toBeUndefined();
+  });
+  it('is skipped, with the evidence, under TCG when the classic device is slower than the hybrid I/Os were found, or most are censored', () => {
+    expect(premises('tcg', 1_000e-6, 1_000).skipped).toMatch(/D depends on the poller/);
+    expect(premises('tcg', 300e-6, 8_000).skipped).toMatch(/80%.*F_D not measured/);
+  });
+  it('is never skipped under KVM', () => {
+    expect(premises('kvm', 1_000e-6, 8_000).skipped).toBeUndefined();
   });
 });
 

@@ -13,7 +13,10 @@ describe.skipIf(!!skip)('guest VM: real hybrid polling, measured by the exporter
     expect(session?.error, `session stopped early: ${session?.error}`).toBeUndefined();
   });
   for (const c of session ? allChecks(session) : []) {
-    it(`[${c.scenario}] ${c.id}: ${c.title}`, () => {
+    const name = `[${c.scenario}] ${c.id}: ${c.title}`;
+    // A check whose premise this machine violates (check 5 under TCG) is skipped loudly, with the evidence.
+    if (c.skipped) console.warn(`*** SKIPPED ${name}: ${c.skipped} (had it run: ${c.pass ? 'pass' : 'fail'}; ${c.measured}) ***`);
+    it.skipIf(!!c.skipped)(name, () => {
       expect(c.pass, `${c.title} [${c.scenario}]: ${c.measured} — bound ${c.bound}`).toBe(true);
     });
   }

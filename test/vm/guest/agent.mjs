@@ -2,7 +2,7 @@
 // through it over a hostfwd port on 127.0.0.1: start the exporter (serve or record), run hpdrive,
 // read files, power off. It only runs the fixed binaries of the project disk, with validated options.
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 
 const PORT = Number(process.env.HPVM_AGENT_PORT ?? 9100);
@@ -136,6 +136,95 @@ function signalExporter(sig) {
   return { ok: true };
 }
 
+/** The exporter's BPF loader: its child process running LOADER. */
+function loaderPid() {
+  if (!exporter || exporter.exit !== null) throw new Error('exporter not running');
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    const stat = read(`/proc/${d}/stat`);
+    const ppid = stat ? Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) : NaN;
+    if (ppid === exporter.child.pid && read(`/proc/${d}/comm`) === 'hybridpoll-bpf') return Number(d);
+  }
+  throw new Error('the exporter has no BPF loader process');
+}
+
+/** BPF links the process holds (its fds to anon_inode:bpf_link; bpftool races with links going away). */
+function bpfLinks(pid) {
+  let n = 0;
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      if (readlinkSync(`/proc/${pid}/fd/${fd}`) === 'anon_inode:bpf_link') n++;
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  return n;
+}
+
+/**
+ * Detach (SIGUSR1) or re-attach (SIGUSR2) the loader's programs, and wait until the kernel shows
+ * it: no BPF links left, or as many as before the detach.
+ */
+let attachedLinks = 0;
+async function setAttached(attached) {
+  const pid = loaderPid();
+  const before = bpfLinks(pid);
+  if (!attached && before > 0) attachedLinks = before;
+  process.kill(pid, attached ? 'SIGUSR2' : 'SIGUSR1');
+  const t0 = Date.now();
+  for (;;) {
+    const n = bpfLinks(pid);
+    if (attached ? n >= attachedLinks && n > 0 : n === 0) return { links: n, ms: Date.now() - t0 };
+    if (Date.now() - t0 > 30_000) throw new Error(`loader ${pid}: ${n} BPF links 30 s after ${attached ? 'SIGUSR2' : 'SIGUSR1'} (expected ${attached ? attachedLinks : 0})`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * A second loader beside the exporter's (the other poll path), measuring the same run: the two
+ * paths' figures can then be compared without the run-to-run noise of the emulated host. Talks
+ * the loader protocol directly (src/bpf/README.md).
+ */
+let twin = null;
+async function twinLine(type, timeoutMs) {
+  const t0 = Date.now();
+  for (;;) {
+    const lines = twin.stdout.split('\n');
+    const i = lines.findIndex((l) => l.startsWith(`{"type":"${type}"`) || l.startsWith('{"type":"fatal"'));
+    if (i >= 0 && i < lines.length - 1) {
+      twin.stdout = lines.slice(i + 1).join('\n');
+      const j = JSON.parse(lines[i]);
+      if (j.type === 'fatal') throw new Error(`twin loader: ${j.msg}`);
+      return j;
+    }
+    if (twin.exit) throw new Error(`twin loader exited ${JSON.stringify(twin.exit)}: ${twin.stderr.slice(-2000)}`);
+    if (Date.now() - t0 > timeoutMs) throw new Error(`twin loader: no ${type} line after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+async function startTwin(b) {
+  if (twin && twin.exit === null) throw new Error('twin loader already running');
+  const args = b.forceTracepoint ? ['--force-tracepoint'] : [];
+  twin = start('twin-loader', LOADER, args, 'pipe');
+  return { hello: await twinLine('hello', 180_000) };
+}
+let twinSeq = 0;
+async function snapTwin() {
+  if (!twin || twin.exit !== null) throw new Error('twin loader not running');
+  twin.child.stdin.write(`snap t${++twinSeq}\n`);
+  return twinLine('snap', 30_000);
+}
+async function stopTwin() {
+  if (!twin) return { running: false };
+  const st = twin;
+  twin = null;
+  st.child.stdin.end();
+  const timer = setTimeout(() => st.child.kill('SIGKILL'), 15_000);
+  await st.done;
+  clearTimeout(timer);
+  return { exit: st.exit, stderr: st.stderr.slice(-4000) };
+}
+
 /** BPF programs loaded in the guest now (the loader must leave none behind). */
 function bpfPrograms() {
   try {
@@ -183,6 +272,10 @@ const routes = {
   'POST /exporter/resume': async () => signalExporter('SIGCONT'),
   'GET /exporter/log': async () => ({ running: !!exporter && exporter.exit === null, log: exporter?.stderr.slice(-20_000) ?? '' }),
   'GET /bpf/progs': async () => bpfPrograms(),
+  'POST /bpf/attach': async (b) => setAttached(!!b.attached),
+  'POST /twin/start': startTwin,
+  'POST /twin/snap': snapTwin,
+  'POST /twin/stop': stopTwin,
   // BPF run-time statistics for the cost diagnostic (the exporter itself never writes sysctls).
   'POST /bpf/stats': async (b) => {
     writeFileSync('/proc/sys/kernel/bpf_stats_enabled', b.enable ? '1' : '0');
@@ -245,6 +338,7 @@ const routes = {
   'POST /poweroff': async () => {
     setTimeout(async () => {
       await stopExporter();
+      await stopTwin();
       drive?.child.kill('SIGKILL');
       server.close();
       process.exit(0);

@@ -1,7 +1,7 @@
 // What one run shows, read from the scrapes around it (deltas) and the driver's own report.
 // Pure: turns a RunRecord into numbers; the checks compare these numbers.
 import { delta, histDelta, parseExposition, select, value, type HistDelta, type Scrape } from './prom.js';
-import type { RunRecord } from './session.js';
+import type { LoaderSnap, RunRecord } from './session.js';
 
 export interface RingFigures {
   ring: string;
@@ -14,7 +14,12 @@ export interface ExporterFigures {
   polledIos: number | undefined;
   sleeps: number | undefined;
   spin: HistDelta | undefined;
-  /** wall time of io_do_iopoll passes (fentry path): in-poll-path CPU plus off-CPU sleeps */
+  /** spin of poll loops that slept (wake-up → completion): the quantity both poll paths measure alike */
+  spinAfterSleep: { sum: number; count: number } | undefined;
+  /** slept I/Os found complete at the first poll (censored) and those that needed polling */
+  overslept: number | undefined;
+  spun: number | undefined;
+  /** wall time of poll loops (fentry path): first io_do_iopoll pass to the one that found completions */
   iopollPass: HistDelta | undefined;
   sleepRequested: HistDelta | undefined;
   offcpu: HistDelta | undefined;
@@ -28,6 +33,8 @@ export interface ExporterFigures {
   wastedCores: number | undefined;
   currentSleep: number | undefined;
   optimalSleep: number | undefined;
+  /** run time of BPF programs (kernel.bpf_stats_enabled) over the run, by program label */
+  programSeconds: Record<string, number>;
   /** host state */
   era: string | undefined;
   pollPath: string | undefined;
@@ -47,15 +54,39 @@ export interface DriverFigures {
   /** CPU of the poller's wait phase (the io_uring_enter calls that poll, sleep and spin) */
   waitCpuSeconds: number;
   waitCpuPerIo: number;
+  /** CPU of the syscall around the poll loop: waiting calls × one empty io_uring_enter (timed by the driver) */
+  syscallResidueSeconds: number;
   sleepsPerIo: number;
   p50us: number;
   p99us: number;
+}
+
+/** What the fentry twin loader saw of the same run (tracepoint runs). */
+export interface TwinFigures {
+  polledIos: number;
+  sleeps: number;
+  offcpu: { sum: number; count: number };
+  spinAfterSleep: { sum: number; count: number };
 }
 
 export interface RunFigures {
   run: RunRecord;
   driver: DriverFigures;
   exporter: ExporterFigures | undefined;
+  twin: TwinFigures | undefined;
+}
+
+/** Seconds of a loader snapshot's histogram sums (ns), differenced. */
+export function twinFigures(before: LoaderSnap, after: LoaderSnap, dev: string): TwinFigures {
+  const h = (s: LoaderSnap, kind: string) => s.hists.find((x) => x.dev === dev && x.kind === kind);
+  const d = (kind: string, f: 'count' | 'sum' | 'aux0' | 'aux1') => (h(after, kind)?.[f] ?? 0) - (h(before, kind)?.[f] ?? 0);
+  const polled = (s: LoaderSnap) => s.devs.find((x) => x.dev === dev)?.polled_ios ?? 0;
+  return {
+    polledIos: polled(after) - polled(before),
+    sleeps: d('sleep_req', 'count'),
+    offcpu: { sum: d('offcpu', 'sum') / 1e9, count: d('offcpu', 'count') },
+    spinAfterSleep: { sum: d('spin', 'aux0') / 1e9, count: d('spin', 'aux1') },
+  };
 }
 
 function ringOf(after: Scrape, pid: number): RingFigures | undefined {
@@ -81,6 +112,7 @@ export function driverFigures(r: RunRecord): DriverFigures {
     cpuPerIo: d.ios > 0 ? d.cpu.exec_s / d.ios : NaN,
     waitCpuSeconds: d.cpu.wait_s,
     waitCpuPerIo: d.ios > 0 ? d.cpu.wait_s / d.ios : NaN,
+    syscallResidueSeconds: (d.cpu.wait_calls ?? NaN) * (d.cpu.empty_enter_ns ?? NaN) / 1e9,
     // Each hybrid sleep that really switches the task out is one voluntary context switch.
     sleepsPerIo: d.ios > 0 ? d.ctxsw.voluntary / d.ios : NaN,
     p50us: d.lat_us.p50,
@@ -99,6 +131,10 @@ export function exporterFigures(r: RunRecord): ExporterFigures | undefined {
     polledIos: delta(b, a, 'hybridpoll_polled_ios_total', dev),
     sleeps: delta(b, a, 'hybridpoll_poll_sleeps_total', dev),
     spin: histDelta(b, a, 'hybridpoll_poll_spin_seconds', dev),
+    spinAfterSleep: ((sum, count) => (sum !== undefined && count !== undefined ? { sum, count } : undefined))(
+      delta(b, a, 'hybridpoll_poll_spin_after_sleep_seconds_total', dev), delta(b, a, 'hybridpoll_poll_spin_after_sleep_total', dev)),
+    overslept: delta(b, a, 'hybridpoll_poll_overslept_ios_total', dev),
+    spun: delta(b, a, 'hybridpoll_poll_spun_ios_total', dev),
     iopollPass: histDelta(b, a, 'hybridpoll_iopoll_pass_seconds', dev),
     sleepRequested: histDelta(b, a, 'hybridpoll_poll_sleep_requested_seconds', dev),
     offcpu: histDelta(b, a, 'hybridpoll_poll_offcpu_seconds', dev),
@@ -111,6 +147,10 @@ export function exporterFigures(r: RunRecord): ExporterFigures | undefined {
     wastedCores: value(a, 'hybridpoll_wasted_cpu_cores', dev),
     currentSleep: value(a, 'hybridpoll_current_sleep_seconds', dev),
     optimalSleep: value(a, 'hybridpoll_optimal_sleep_seconds', dev),
+    programSeconds: Object.fromEntries(select(a, 'hybridpoll_bpf_program_run_seconds_total').map((x) => {
+      const program = x.labels.program ?? '?';
+      return [program, delta(b, a, 'hybridpoll_bpf_program_run_seconds_total', { program }) ?? 0];
+    })),
     era,
     pollPath,
     pollHctx: value(a, 'hybridpoll_device_hw_queues', { ...dev, type: 'poll' }),
@@ -119,6 +159,7 @@ export function exporterFigures(r: RunRecord): ExporterFigures | undefined {
   };
 }
 
-export function runFigures(r: RunRecord): RunFigures {
-  return { run: r, driver: driverFigures(r), exporter: exporterFigures(r) };
+/** majmin: the run's device as "major:minor" (the loader's key), for the twin's figures. */
+export function runFigures(r: RunRecord, majmin?: string): RunFigures {
+  return { run: r, driver: driverFigures(r), exporter: exporterFigures(r), twin: r.twin && majmin ? twinFigures(r.twin.before, r.twin.after, majmin) : undefined };
 }

@@ -104,6 +104,12 @@ export function qemuArgs(o: BootOptions, ports: { agent: number; exporter: numbe
   return args;
 }
 
+/** fetch's TypeError says only "fetch failed"; the reason is its cause. */
+function fetchError(e: Error): string {
+  const cause = (e as Error & { cause?: { message?: string; code?: string } }).cause;
+  return cause ? `${e.message}: ${cause.code ?? ''} ${cause.message ?? ''}`.trim() : e.message;
+}
+
 export class Guest {
   private constructor(
     private readonly qemu: ChildProcess,
@@ -201,6 +207,8 @@ export class Guest {
       method,
       ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
       signal: AbortSignal.timeout(timeoutMs),
+    }).catch((e: Error) => {
+      throw new Error(`guest agent ${method} ${path}: ${fetchError(e)}`);
     });
     const j = (await r.json()) as T & { error?: string };
     if (!r.ok) throw new Error(`guest agent ${method} ${path}: ${j.error ?? r.status}`);
@@ -209,9 +217,20 @@ export class Guest {
 
   /** Scrapes the guest exporter through its hostfwd port. */
   async scrape(timeoutMs = 30_000): Promise<string> {
-    const r = await fetch(`${this.exporterUrl}/metrics`, { signal: AbortSignal.timeout(timeoutMs) });
-    if (!r.ok) throw new Error(`scrape of the guest exporter: HTTP ${r.status}`);
-    return r.text();
+    // A connection the user-mode network drops now and then is retried (a scrape has no side
+    // effect); an HTTP error is the exporter's answer and is not.
+    for (let attempt = 1; ; attempt++) {
+      let r: Response;
+      try {
+        r = await fetch(`${this.exporterUrl}/metrics`, { signal: AbortSignal.timeout(timeoutMs) });
+      } catch (e) {
+        if (attempt >= 3) throw new Error(`scrape of the guest exporter, ${attempt} attempts: ${fetchError(e as Error)}`);
+        await new Promise((ok) => setTimeout(ok, 1000));
+        continue;
+      }
+      if (!r.ok) throw new Error(`scrape of the guest exporter: HTTP ${r.status}`);
+      return r.text();
+    }
   }
 
   console(): string {

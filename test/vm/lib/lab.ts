@@ -71,15 +71,22 @@ export function buildAll(suite = 'trixie'): GuestImages {
 export interface LabOptions {
   secs: number;
   reps: number;
+  /** A/B pairs (BPF detached/attached) per mode and path, and seconds per A/B run */
+  abPairs: number;
+  abSecs: number;
   /** scenario ids to run (default all) */
   only?: string[];
 }
 
 export function labOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LabOptions {
-  const secs = Number(env.HPVM_SECS ?? 8);
+  const secs = Number(env.HPVM_SECS ?? 6);
   const reps = Number(env.HPVM_REPS ?? 2);
-  if (!(secs > 0) || !Number.isInteger(reps) || reps < 1) throw new Error('HPVM_SECS must be > 0 and HPVM_REPS a positive integer');
-  return { secs, reps, ...(env.HPVM_SCENARIOS ? { only: env.HPVM_SCENARIOS.split(',') } : {}) };
+  const abPairs = Number(env.HPVM_AB_PAIRS ?? 3);
+  const abSecs = Number(env.HPVM_AB_SECS ?? 2);
+  if (!(secs > 0) || !(abSecs > 0) || !Number.isInteger(reps) || reps < 1 || !Number.isInteger(abPairs) || abPairs < 1) {
+    throw new Error('HPVM_SECS and HPVM_AB_SECS must be > 0, HPVM_REPS and HPVM_AB_PAIRS positive integers');
+  }
+  return { secs, reps, abPairs, abSecs, ...(env.HPVM_SCENARIOS ? { only: env.HPVM_SCENARIOS.split(',') } : {}) };
 }
 
 /**
@@ -112,7 +119,7 @@ export async function runLab(o: LabOptions): Promise<string> {
     const sc = scenarios(o.secs).filter((s) => !o.only || o.only.includes(s.id));
     session = await runSession(guest, {
       startedAt: new Date(t0).toISOString(), accel, accelWhy: why, images, info: guest.info, bootSeconds: guest.bootSeconds,
-    }, { scenarios: sc, reps: o.reps, exporterArgs: exporterArgs(), log });
+    }, { scenarios: sc, reps: o.reps, abPairs: o.abPairs, abSecs: o.abSecs, exporterArgs: exporterArgs(), log });
   } finally {
     const off = await guest.shutdown();
     log(`guest ${off.clean ? 'powered off' : 'killed (no clean power-off)'}`);

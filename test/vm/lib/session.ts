@@ -1,14 +1,16 @@
 // One guest boot, every workload: the figures all checks compare come from this single session,
 // because under TCG only same-boot comparisons mean anything (run-to-run noise across boots ±40%).
-// For each scenario and repetition it runs classic poll and hybrid untraced (the baseline), with the
-// exporter on the fentry path, and with the tracepoint fallback forced. Traced runs restart the
-// exporter, so each run's model window and counters hold that run alone; the host scrapes the
-// guest exporter before and after the workload.
+// For each scenario and repetition it runs classic poll and hybrid with the exporter on the fentry
+// path, and with the tracepoint fallback forced. Traced runs restart the exporter, so each run's
+// model window and counters hold that run alone; the host scrapes the guest exporter before and
+// after the workload. Then, with the same exporter paused, short runs alternate with its BPF
+// programs detached and attached (A B B A ...): the paired baseline of "tracing does not change
+// the workload", taken minutes apart from nothing else.
 import type { Guest, GuestInfo, GuestImages } from './guest.js';
 
 export type Tracing = 'untraced' | 'fentry' | 'tracepoint';
 export type PollMode = 'poll' | 'hybrid';
-export const TRACINGS: readonly Tracing[] = ['untraced', 'fentry', 'tracepoint'];
+export const TRACED: readonly Exclude<Tracing, 'untraced'>[] = ['fentry', 'tracepoint'];
 export const MODES: readonly PollMode[] = ['poll', 'hybrid'];
 
 export interface Scenario {
@@ -34,7 +36,8 @@ export interface DriverResult {
   iops: number;
   lat_us: { mean: number; p50: number; p90: number; p99: number; p999: number; max: number };
   /** exec_s: all CPU the scheduler charged; wait_s: CPU inside the waiting io_uring_enter calls (polling) */
-  cpu: { exec_s: number; run_delay_s: number; timeslices: number; utime_s: number; stime_s: number; util: number; per_io_us: number; wait_s: number };
+  /** wait_calls: waiting io_uring_enter calls; empty_enter_ns: CPU of one empty io_uring_enter, timed the same way before the run */
+  cpu: { exec_s: number; run_delay_s: number; timeslices: number; utime_s: number; stime_s: number; util: number; per_io_us: number; wait_s: number; wait_calls: number; empty_enter_ns: number };
   ctxsw: { voluntary: number; involuntary: number };
 }
 
@@ -58,15 +61,16 @@ export interface RunRecord {
   /** seconds from exporter start until hybridpoll_bpf_up was 1 */
   bpfReadySeconds?: number;
   exporterStop?: ExporterStop;
+  /** an A/B run: the exporter on this path was paused, its programs detached (tracing 'untraced') or attached */
+  ab?: { exporter: Exclude<Tracing, 'untraced'>; pair: number };
+  /** tracepoint runs: snapshots of a second loader on the fentry path beside the exporter, same run */
+  twin?: { before: LoaderSnap; after: LoaderSnap };
 }
 
-/** Diagnostic, not a check: one classic and one hybrid fentry run with kernel.bpf_stats_enabled=1. */
-export interface CostRun {
-  mode: PollMode;
-  device: string;
-  driver: DriverResult;
-  before: string;
-  after: string;
+/** The loader's snapshot line (src/bpf/README.md), the parts the checks read. */
+export interface LoaderSnap {
+  hists: { dev: string; kind: string; count: number; sum: number; aux0: number; aux1: number }[];
+  devs: { dev: string; polled_ios: number }[];
 }
 
 export interface Session {
@@ -80,8 +84,6 @@ export interface Session {
   exporterArgs: Record<Exclude<Tracing, 'untraced'>, string[]>;
   scenarios: Scenario[];
   runs: RunRecord[];
-  /** what the BPF programs cost per I/O (kernel.bpf_stats_enabled), measured after the checked runs */
-  cost?: CostRun[];
   /** set when the session could not run every workload */
   error?: string;
 }
@@ -89,6 +91,9 @@ export interface Session {
 export interface SessionOptions {
   scenarios: Scenario[];
   reps: number;
+  /** A/B pairs per mode and path, and the seconds of each of their runs */
+  abPairs: number;
+  abSecs: number;
   exporterArgs: Record<Exclude<Tracing, 'untraced'>, string[]>;
   log: (msg: string) => void;
 }
@@ -156,25 +161,55 @@ export async function waitBpfUp(g: Guest, timeoutMs: number): Promise<number> {
  * what the BPF programs do to it. The driver holds its idle ring open until the after-scrape, so
  * the ring's own gauges (hybrid_poll_time) are still exported then.
  */
-async function scrapedRun(g: Guest, s: Scenario, device: string, mode: PollMode): Promise<Pick<RunRecord, 'driver' | 'before' | 'after'>> {
+async function scrapedRun(g: Guest, s: Scenario, device: string, mode: PollMode, withTwin: boolean): Promise<Pick<RunRecord, 'driver' | 'before' | 'after' | 'twin'>> {
   let before = '';
+  let twinBefore: LoaderSnap | undefined;
   let paused = false;
   try {
     const driver = await runDriver(g, s, device, mode, {
       hold: true,
       beforeRun: async () => {
         before = await g.scrape();
+        if (withTwin) twinBefore = await g.agent<LoaderSnap>('POST', '/twin/snap', {});
         await g.agent('POST', '/exporter/pause', {});
         paused = true;
       },
     });
+    const twinAfter = withTwin ? await g.agent<LoaderSnap>('POST', '/twin/snap', {}) : undefined;
     await g.agent('POST', '/exporter/resume', {});
     paused = false;
     const after = await g.scrape();
-    return { driver, before, after };
+    return { driver, before, after, ...(twinBefore && twinAfter ? { twin: { before: twinBefore, after: twinAfter } } : {}) };
   } finally {
     if (paused) await g.agent('POST', '/exporter/resume', {}).catch(() => undefined);
     await g.agent('POST', '/drive/release', {}).catch(() => undefined);
+  }
+}
+
+/**
+ * Traced against untraced, paired: the running exporter is paused and its loader's programs are
+ * detached (SIGUSR1) or attached (SIGUSR2) between short runs, in the order A B B A A B ..., so a
+ * drift of the host's speed over the minute hits both sides alike. Per mode, `pairs` pairs.
+ */
+async function abRuns(g: Guest, s: Scenario, device: string, tracing: Exclude<Tracing, 'untraced'>, rep: number, pairs: number,
+  done: (r: RunRecord, t1: number) => void): Promise<void> {
+  if (pairs < 1) return;
+  await g.agent('POST', '/exporter/pause', {});
+  try {
+    for (const mode of ['hybrid', 'poll'] as const) {
+      for (let pair = 0; pair < pairs; pair++) {
+        const sides: boolean[] = pair % 2 ? [true, false] : [false, true];
+        for (const attached of sides) {
+          const t1 = Date.now();
+          await g.agent('POST', '/bpf/attach', { attached }, 60_000);
+          const driver = await runDriver(g, s, device, mode);
+          done({ scenario: s.id, tracing: attached ? tracing : 'untraced', mode, rep, device, driver, ab: { exporter: tracing, pair } }, t1);
+        }
+      }
+    }
+  } finally {
+    await g.agent('POST', '/bpf/attach', { attached: true }, 60_000).catch(() => undefined);
+    await g.agent('POST', '/exporter/resume', {}).catch(() => undefined);
   }
 }
 
@@ -190,15 +225,25 @@ async function stopExporter(g: Guest): Promise<ExporterStop> {
 export async function runSession(g: Guest, base: Omit<Session, 'runs' | 'wallSeconds' | 'scenarios' | 'exporterArgs'>, o: SessionOptions): Promise<Session> {
   const t0 = Date.now();
   const session: Session = { ...base, wallSeconds: 0, scenarios: o.scenarios, exporterArgs: o.exporterArgs, runs: [] };
-  const total = o.scenarios.length * o.reps * TRACINGS.length * MODES.length;
+  const total = o.scenarios.length * o.reps * TRACED.length * MODES.length * (1 + 2 * o.abPairs);
   const order: PollMode[] = ['hybrid', 'poll'];
+  const logRun = (r: RunRecord, t1: number) => {
+    const d = r.driver;
+    const what = r.ab ? `${r.ab.exporter} A/B pair ${r.ab.pair} ${r.tracing === 'untraced' ? 'detached' : 'attached'}` : r.tracing;
+    o.log(`run ${session.runs.length}/${total} ${r.scenario} rep ${r.rep} ${what} ${r.mode}: ${d.ios} I/Os, ${Math.round(d.iops)} IOPS, ` +
+      `CPU ${(d.cpu.util * 100).toFixed(0)}%, ${(d.ctxsw.voluntary / Math.max(1, d.ios)).toFixed(2)} vcsw/IO, ` +
+      `p50 ${d.lat_us.p50.toFixed(0)} µs (${((Date.now() - t1) / 1000).toFixed(0)} s; ${((Date.now() - t0) / 1000).toFixed(0)} s total)`);
+  };
   try {
+    // The checked runs count every BPF program's run time: the programs' own CPU per I/O, and
+    // the part of it the poll-loop window cannot contain (check 2, 3).
+    await g.agent('POST', '/bpf/stats', { enable: true });
     for (const s of o.scenarios) {
       const device = deviceOf(g.info, s.serial);
       for (let rep = 0; rep < o.reps; rep++) {
-        for (const tracing of TRACINGS) {
+        for (const tracing of TRACED) {
           let startInfo: Pick<RunRecord, 'exporterStartMs' | 'bpfReadySeconds'> = {};
-          if (tracing !== 'untraced') {
+          {
             const t1 = Date.now();
             const st = await g.agent<{ startMs: number }>('POST', '/exporter/start', { args: o.exporterArgs[tracing], timeoutMs: 120_000 }, 150_000);
             const ready = await waitBpfUp(g, 120_000).catch(async (e: Error) => {
@@ -210,60 +255,38 @@ export async function runSession(g: Guest, base: Omit<Session, 'runs' | 'wallSec
             o.log(`${s.id} rep ${rep}: exporter (${tracing}) listening after ${(st.startMs / 1000).toFixed(1)} s, BPF up ${ready.toFixed(1)} s later (${((Date.now() - t1) / 1000).toFixed(0)} s)`);
           }
           const recs: RunRecord[] = [];
+          // The tracepoint exporter gets a fentry twin: both paths measure the same runs. (Not the
+          // other way round: the fentry runs' CPU accounting must not pay for a second tracer.)
+          const withTwin = tracing === 'tracepoint';
           try {
+            if (withTwin) await g.agent('POST', '/twin/start', {}, 200_000);
             for (const mode of order) {
               const t1 = Date.now();
-              const rec: RunRecord = tracing === 'untraced'
-                ? { scenario: s.id, tracing, mode, rep, device, driver: await runDriver(g, s, device, mode) }
-                : { scenario: s.id, tracing, mode, rep, device, ...startInfo, ...(await scrapedRun(g, s, device, mode)) };
+              const rec: RunRecord = { scenario: s.id, tracing, mode, rep, device, ...startInfo, ...(await scrapedRun(g, s, device, mode, withTwin)) };
               recs.push(rec);
               session.runs.push(rec);
-              const d = rec.driver;
-              o.log(`run ${session.runs.length}/${total} ${s.id} rep ${rep} ${tracing} ${mode}: ${d.ios} I/Os, ${Math.round(d.iops)} IOPS, ` +
-                `CPU ${(d.cpu.util * 100).toFixed(0)}%, ${(d.ctxsw.voluntary / Math.max(1, d.ios)).toFixed(2)} vcsw/IO, ` +
-                `p50 ${d.lat_us.p50.toFixed(0)} µs (${((Date.now() - t1) / 1000).toFixed(0)} s; ${((Date.now() - t0) / 1000).toFixed(0)} s total)`);
+              logRun(rec, t1);
             }
+            if (withTwin) await g.agent('POST', '/twin/stop', {}, 30_000);
+            // bpf_stats adds two clock reads per program run: off while traced and untraced are compared
+            await g.agent('POST', '/bpf/stats', { enable: false });
+            await abRuns(g, { ...s, secs: o.abSecs }, device, tracing, rep, o.abPairs, (rec, t1) => {
+              session.runs.push(rec);
+              logRun(rec, t1);
+            });
+            await g.agent('POST', '/bpf/stats', { enable: true });
           } finally {
-            if (tracing !== 'untraced') {
-              const stop = await stopExporter(g);
-              for (const r of recs) r.exporterStop = stop;
-            }
+            if (withTwin) await g.agent('POST', '/twin/stop', {}, 30_000).catch(() => undefined);
+            const stop = await stopExporter(g);
+            for (const r of recs) r.exporterStop = stop;
           }
         }
       }
     }
-    session.cost = await costRuns(g, o.scenarios[0]!, o.exporterArgs.fentry, o.log);
   } catch (e) {
     session.error = (e as Error).message;
     o.log(`session stopped: ${session.error}`);
   }
   session.wallSeconds = (Date.now() - t0) / 1000;
   return session;
-}
-
-/**
- * After the checked runs (bpf_stats adds two clock reads per program run, so it must not be on
- * during them): the exporter on the fentry path with kernel.bpf_stats_enabled=1, a hybrid and a
- * classic run, so the BPF programs' own CPU per I/O can be set beside the IOPS the tracing cost.
- */
-async function costRuns(g: Guest, s: Scenario, args: string[], log: (m: string) => void): Promise<CostRun[]> {
-  const device = deviceOf(g.info, s.serial);
-  await g.agent('POST', '/bpf/stats', { enable: true });
-  try {
-    await g.agent('POST', '/exporter/start', { args, timeoutMs: 120_000 }, 150_000);
-    const out: CostRun[] = [];
-    try {
-      await waitBpfUp(g, 120_000);
-      for (const mode of ['hybrid', 'poll'] as const) {
-        const r = await scrapedRun(g, s, device, mode);
-        out.push({ mode, device, driver: r.driver, before: r.before!, after: r.after! });
-        log(`cost run ${s.id} ${mode} (bpf_stats on): ${r.driver.ios} I/Os, ${Math.round(r.driver.iops)} IOPS`);
-      }
-    } finally {
-      await stopExporter(g);
-    }
-    return out;
-  } finally {
-    await g.agent('POST', '/bpf/stats', { enable: false });
-  }
 }
