@@ -87,7 +87,7 @@ function run(delay: DelayMode, f: Fig): LegacyRun {
   ].join('\n');
   return {
     workload: 'hpdrive', delay, ioPollDelay, device: 'nvme1n1',
-    poller: { ios: f.ios, iops: f.ios / 6, wallSeconds: 6, cpuSeconds: f.waitPerIo * f.ios * 1.5, waitCpuSeconds: f.waitPerIo * f.ios, voluntarySwitches: f.vcsw, latUs: { mean: 1000, p50: 1000, p99: 2000 } },
+    poller: { ios: f.ios, iops: f.ios / 6, wallSeconds: 6, cpuSeconds: f.waitPerIo * f.ios * 1.5, waitCpuSeconds: f.waitPerIo * f.ios, syscallResidueSeconds: f.waitPerIo * f.ios * 0.01, voluntarySwitches: f.vcsw, latUs: { mean: 1000, p50: 1000, p99: 2000 } },
     raw: {}, before: '', after,
     pollStatWatch: { samples: [{ t: 0, text: stat(f.pollStatMeanS * 1e9) }, { t: 100, text: stat(f.pollStatMeanS * 1e9 * 3, f.ios) }], end: 6000 },
     exporterStartMs: 1, bpfReadySeconds: 1,
@@ -96,9 +96,9 @@ function run(delay: DelayMode, f: Fig): LegacyRun {
 }
 
 const good = (): Record<DelayMode, Fig> => ({
-  classic: { ios: 6000, polled: 6000, sleeps: 0, reqMeanS: 0, offcpuCount: 0, vcsw: 0, success: 6000, measuredPerIo: 970e-6, waitPerIo: 970e-6, pollStatMeanS: 900e-6 },
-  adaptive: { ios: 6000, polled: 6000, sleeps: 6000, reqMeanS: 450e-6, offcpuCount: 6000, vcsw: 6000, success: 6000, measuredPerIo: 160e-6, waitPerIo: 160e-6, classicPerIo: 970e-6, halfMeanPerIo: 160e-6, pollStatMeanS: 900e-6, ioLatS: 950e-6, foundSlept: 1000, devSpun: 5000 },
-  fixed: { ios: 6000, polled: 6000, sleeps: 6000, reqMeanS: 326e-6, offcpuCount: 6000, vcsw: 6000, success: 6000, measuredPerIo: 190e-6, waitPerIo: 190e-6, pollStatMeanS: 900e-6 },
+  classic: { ios: 6000, polled: 6000, sleeps: 0, reqMeanS: 0, offcpuCount: 0, vcsw: 0, success: 6000, measuredPerIo: 970e-6 * 0.99, waitPerIo: 970e-6, pollStatMeanS: 900e-6 },
+  adaptive: { ios: 6000, polled: 6000, sleeps: 6000, reqMeanS: 450e-6, offcpuCount: 6000, vcsw: 6000, success: 6000, measuredPerIo: 160e-6 * 0.99, waitPerIo: 160e-6, classicPerIo: 970e-6, halfMeanPerIo: 160e-6, pollStatMeanS: 900e-6, ioLatS: 950e-6, foundSlept: 1000, devSpun: 5000 },
+  fixed: { ios: 6000, polled: 6000, sleeps: 6000, reqMeanS: 326e-6, offcpuCount: 6000, vcsw: 6000, success: 6000, measuredPerIo: 190e-6 * 0.99, waitPerIo: 190e-6, pollStatMeanS: 900e-6 },
 });
 
 function checks(figs: Record<DelayMode, Fig>, accel = 'tcg') {
@@ -136,7 +136,9 @@ describe('legacy checks', () => {
   });
   it('cpu: every run within 10 %; the model within 15 % of the paired runs', () => {
     const g = good();
-    g.classic.measuredPerIo = 970e-6 * 0.89;
+    g.classic.measuredPerIo = 970e-6 * 0.90; // + 1 % residue: −9 %
+    expect(result(checks(g), 'L5 cpu').pass).toBe(true);
+    g.classic.measuredPerIo = 970e-6 * 0.88;
     expect(result(checks(g), 'L5 cpu').pass).toBe(false);
     const h = good();
     h.adaptive.classicPerIo = 970e-6 * 1.14;

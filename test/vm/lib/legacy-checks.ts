@@ -204,9 +204,12 @@ export function legacyChecks(figs: LegacyFigures[], w: Workload, accel = 'tcg'):
   // CPU: hpdrive measures its wait phase (the polling io_uring_enter calls) itself; a pvsync2 read
   // submits and polls in one system call, so fio has no separate polling CPU to compare with.
   if (w === 'hpdrive') {
+    // As in the trixie checks: the syscall entry and exit around the poll loop, which no probe sees,
+    // is timed by hpdrive itself and added to the exporter's side, with its size in the message.
     const cpu = each(runs, (r) => {
-      const e = relErr(r.measuredCpuPerIo, r.waitCpuPerIo);
-      return { ok: within(e, BOUNDS.cpu), text: `exporter ${us(r.measuredCpuPerIo)}/IO vs poller wait phase ${us(r.waitCpuPerIo)}/IO (${pct(e)}) [poller total ${us(r.cpuPerIo)}/IO]` };
+      const res = (r.run.poller.syscallResidueSeconds ?? NaN) / r.run.poller.ios;
+      const e = relErr((r.measuredCpuPerIo ?? NaN) + res, r.waitCpuPerIo);
+      return { ok: within(e, BOUNDS.cpu), text: `exporter ${us(r.measuredCpuPerIo)}/IO + syscall residue ${us(res)}/IO vs poller wait phase ${us(r.waitCpuPerIo)}/IO (${pct(e)}) [poller total ${us(r.cpuPerIo)}/IO]` };
     });
     out.push(check(w, '5 cpu', "exporter's measured CPU per I/O vs the poller's polling CPU", cpu.measured, `±${BOUNDS.cpu * 100}%`, cpu.pass));
     if (a && c) {

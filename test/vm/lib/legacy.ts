@@ -29,6 +29,8 @@ export interface PollerResult {
   cpuSeconds: number;
   /** CPU inside the waiting io_uring_enter calls (hpdrive only: a pvsync2 read submits and polls in one call) */
   waitCpuSeconds?: number;
+  /** hpdrive: its waiting io_uring_enter calls × the CPU of an empty one (the syscall around the poll loop) */
+  syscallResidueSeconds?: number;
   voluntarySwitches: number;
   latUs: { mean: number; p50: number; p99: number };
 }
@@ -117,6 +119,7 @@ export function fromHpdrive(d: DriverResult): PollerResult {
     wallSeconds: d.wall_s,
     cpuSeconds: d.cpu.exec_s,
     waitCpuSeconds: d.cpu.wait_s,
+    syscallResidueSeconds: (d.cpu.wait_calls * d.cpu.empty_enter_ns) / 1e9,
     voluntarySwitches: d.ctxsw.voluntary,
     latUs: { mean: d.lat_us.mean, p50: d.lat_us.p50, p99: d.lat_us.p99 },
   };
