@@ -33,8 +33,10 @@ export async function readBounded(path: string, maxBytes = DEFAULT_MAX_BYTES): P
       if (n > maxBytes) throw new FileTooLargeError(`larger than ${maxBytes} bytes: not read`);
       // A short read is the end: regular files, sysfs attributes (one show() per read) and
       // debugfs seq_files (filled up to the buffer) all end so. Saves a thread-pool round trip
-      // per file, about a quarter of the file reading's time.
-      if (bytesRead < want) break;
+      // per file, about a quarter of the file reading's time. Except whole pages: kernfs binary
+      // attributes (/sys/kernel/btf/vmlinux) return at most one page per read, so a short read
+      // of a multiple of 4096 bytes goes on until a read returns 0.
+      if (bytesRead === 0 || (bytesRead < want && bytesRead % 4096 !== 0)) break;
     }
     return buf.subarray(0, n);
   } finally {
