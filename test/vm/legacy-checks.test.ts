@@ -118,6 +118,13 @@ describe('legacy checks', () => {
     expect(cs.filter((c) => !c.pass).map((c) => `${c.id}: ${c.measured}`)).toEqual([]);
     expect(cs.map((c) => c.id)).toEqual(expect.arrayContaining(['L1 era', 'L1 bpf', 'L1 io_poll_delay', 'L1 poll_stat', 'L1 hctx io_poll', 'L2 count', 'L3 sleeps', 'L3 sleeps/IO', 'L3 switch-outs', 'L4 requested', 'L5 cpu', 'L6 model classic', 'L6 model ½ mean', 'Lcleanup']));
   });
+  it('era: blkmq_hybrid from BTF only (debugfs evidence means the BTF read failed)', () => {
+    const runs = (['classic', 'adaptive', 'fixed'] as const).map((d) => run(d, good()[d]));
+    runs[1]!.after = runs[1]!.after.replace('evidence="btf"', 'evidence="debugfs"');
+    const c = legacyChecks(runs.map(legacyFigures), 'hpdrive').find((x) => x.id === 'L1 era')!;
+    expect(c.pass).toBe(false);
+    expect(c.measured).toMatch(/adaptive: era=blkmq_hybrid \(debugfs\)/);
+  });
   it('count: 1.9 % off passes, 2.1 % fails', () => {
     const g = good();
     g.adaptive.polled = 6000 * 1.019;

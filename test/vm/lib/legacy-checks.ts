@@ -8,6 +8,8 @@ import { pollStatMeanOverRun, type DelayMode, type LegacyRun, type LegacySession
 export interface LegacyFigures {
   run: LegacyRun;
   era: string | undefined;
+  /** how the era was detected: the product must choose by BTF */
+  eraEvidence: string | undefined;
   pollPath: string | undefined;
   /** programs the exporter reports attached */
   attached: string[];
@@ -55,6 +57,7 @@ export function legacyFigures(r: LegacyRun): LegacyFigures {
   return {
     run: r,
     era: select(a, 'hybridpoll_kernel_era_info')[0]?.labels.era,
+    eraEvidence: select(a, 'hybridpoll_kernel_era_info')[0]?.labels.evidence,
     pollPath: select(a, 'hybridpoll_bpf_poll_path_info').find((s) => s.value === 1)?.labels.path,
     attached: select(a, 'hybridpoll_bpf_program_attached').filter((x) => x.value === 1).map((x) => x.labels.program ?? ''),
     ioPollDelayGauge: value(a, 'hybridpoll_device_io_poll_delay', dev),
@@ -141,8 +144,8 @@ export function legacyChecks(figs: LegacyFigures[], w: Workload, accel = 'tcg'):
   const slept = runs.filter((f) => f.run.delay !== 'classic');
   const out: LegacyCheck[] = [];
 
-  const era = each(runs, (r) => ({ ok: r.era === 'blkmq_hybrid', text: `era=${r.era}` }));
-  out.push(check(w, '1 era', 'era detection', era.measured, 'blkmq_hybrid', era.pass));
+  const era = each(runs, (r) => ({ ok: r.era === 'blkmq_hybrid' && r.eraEvidence === 'btf', text: `era=${r.era} (${r.eraEvidence})` }));
+  out.push(check(w, '1 era', 'era detection, from the kernel BTF', era.measured, 'blkmq_hybrid (btf)', era.pass));
   // 5.10's BTF has no io_uring_classic_poll: the loader must choose the tracepoint path by BTF.
   const bpf = each(runs, (r) => ({
     ok: r.pollPath === 'tracepoint' && TRACEPOINT_PROGRAMS.every((p) => r.attached.includes(p)),
