@@ -4,11 +4,12 @@
 #      initrd. Keyed by the package list, the bootstrap init, suite and mirror: rebuilt only when one
 #      of them changes (~1.5 min from nothing, seconds when cached).
 #   2. a small read-only "project disk" with what the guest runs from this checkout: the exporter
-#      (dist/, package.json, production node_modules), the BPF loader, hpdrive and the guest scripts.
+#      (dist/, package.json, production node_modules), the BPF loader, hpdrive and the guest scripts,
+#      and the host's node binary when the suite's nodejs is too old (bullseye).
 #      Keyed by the hash of its content.
 # Progress goes to stderr; the last line on stdout is a JSON manifest of the images.
 #
-#   test/vm/build-guest.sh [trixie]
+#   test/vm/build-guest.sh [trixie|bullseye]     (package list: guest/packages-SUITE.txt)
 # Env: HPVM_CACHE (cache dir), MIRROR (default: the host's apt mirror), HPVM_LOADER (BPF loader path).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
