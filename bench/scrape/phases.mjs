@@ -4,12 +4,14 @@
 // building metric families, and rendering the text. Medians over the scrapes, per device count.
 // Needs root for the fake loader (the BPF collector checks privileges before starting any loader).
 //   node bench/scrape/phases.mjs --scrapes 50 --devices 1,16,64
+//   node bench/scrape/phases.mjs --root /tmp/base      (the same on a built older checkout)
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { makeHost } from './tree.mjs';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const dist = (m) => import(resolve(ROOT, 'dist', m));
+const { values: opt } = parseArgs({ options: { scrapes: { type: 'string', default: '50' }, devices: { type: 'string', default: '1,16,64' }, root: { type: 'string', default: ROOT } } });
+const dist = (m) => import(resolve(opt.root, 'dist', m));
 const { HostReader } = await dist('sources/reader.js');
 const { BpfCollector } = await dist('bpf/collector.js');
 const { disabledBpf } = await dist('bpf/source.js');
@@ -20,7 +22,6 @@ const { familiesOf } = await dist('metrics/index.js');
 const { render, processRegistry } = await dist('metrics/render.js');
 const { createLogger } = await dist('log.js');
 
-const { values: opt } = parseArgs({ options: { scrapes: { type: 'string', default: '50' }, devices: { type: 'string', default: '1,16,64' } } });
 const FAKE = resolve(ROOT, 'test/hardening/fixtures/fake-loader.mjs');
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const log = createLogger('error');

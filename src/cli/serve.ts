@@ -43,15 +43,16 @@ export function serveCommand(): Command {
     // An invalid web config ends the command (exit 1, reason on stderr) before anything starts.
     const web = webConfigFile !== undefined ? await import('../http/webServer.js') : undefined;
     if (webConfigFile !== undefined) web!.loadWebConfig(webConfigFile);
-    // The loader is started first and loads its programs (~0.3 s) while the HTTP side's modules
-    // load (express, prom-client: ~0.3 s more): startup to BPF data is the longer, not the sum.
-    const bpf = await bpfSourceOf(o, log);
+    // Loaded here so that --help, --version and the other commands do not load them. The loader
+    // starts after them: started first, to overlap its program load with module loading, it made
+    // startup to BPF data slower on a busy 2-core machine (paired runs, bench/README.md).
     const [{ createApp }, { listenWeb }, { processRegistry }, { EfficiencyModel }] = await Promise.all([
       import('../http/server.js'),
       web ?? import('../http/webServer.js'),
       import('../metrics/render.js'),
       import('../model/index.js'),
     ]);
+    const bpf = await bpfSourceOf(o, log);
     const model = o.collectors.model ? new EfficiencyModel({ windowSeconds: o.model.windowSeconds, latencyBudget: o.model.latencyBudget }) : undefined;
     const engine = new SnapshotEngine(liveReader(hostReaderOf(o), bpf, log, o.collectors.bpf), model, log);
     const app = createApp({ engine, log, processMetrics: processRegistry(), metricsPath: raw['web.telemetryPath'] as string, bpf: { keepEvery: o.bpf.bucketsKeepEvery } });

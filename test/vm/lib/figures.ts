@@ -31,6 +31,8 @@ export interface ExporterFigures {
   modelClassicCpuPerIo: number | undefined;
   efficiency: number | undefined;
   wastedCores: number | undefined;
+  /** the model's self-check: modelled cpu(current) / measured CPU per I/O − 1 */
+  modelSelfError: number | undefined;
   currentSleep: number | undefined;
   optimalSleep: number | undefined;
   /** run time of BPF programs (kernel.bpf_stats_enabled) over the run, by program label */
@@ -145,6 +147,7 @@ export function exporterFigures(r: RunRecord): ExporterFigures | undefined {
     modelClassicCpuPerIo: value(a, 'hybridpoll_policy_cpu_seconds_per_io', { ...dev, policy: 'classic' }),
     efficiency: value(a, 'hybridpoll_sleep_efficiency_ratio', dev),
     wastedCores: value(a, 'hybridpoll_wasted_cpu_cores', dev),
+    modelSelfError: value(a, 'hybridpoll_model_cpu_error_ratio', dev),
     currentSleep: value(a, 'hybridpoll_current_sleep_seconds', dev),
     optimalSleep: value(a, 'hybridpoll_optimal_sleep_seconds', dev),
     programSeconds: Object.fromEntries(select(a, 'hybridpoll_bpf_program_run_seconds_total').map((x) => {
