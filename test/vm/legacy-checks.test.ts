@@ -51,6 +51,7 @@ interface Fig {
   halfMeanPerIo?: number;
   pollStatMeanS: number;
   ioLatS?: number;
+  selfError?: number;
   foundSlept?: number;
   devSpun?: number;
 }
@@ -76,6 +77,7 @@ function run(delay: DelayMode, f: Fig): LegacyRun {
     `hybridpoll_hctx_poll_considered_total{${d},hctx="hctx2"} ${f.success}`,
     `hybridpoll_hctx_poll_invoked_total{${d},hctx="hctx2"} ${f.success}`,
     `hybridpoll_measured_cpu_seconds_per_io{${d}} ${f.measuredPerIo}`,
+    `hybridpoll_model_cpu_error_ratio{${d}} ${f.selfError ?? 0.02}`,
     `hybridpoll_io_latency_seconds_count{${d}} ${f.polled}`,
     `hybridpoll_io_latency_seconds_sum{${d}} ${f.polled * (f.ioLatS ?? 1e-3)}`,
     `hybridpoll_poll_found_after_sleep_seconds_count{${d}} ${f.foundSlept ?? 0}`,
@@ -165,6 +167,9 @@ describe('legacy checks', () => {
     const h = good();
     h.adaptive.foundSlept = 5001;
     expect(result(checks(h), 'L6 model classic').skipped).toMatch(/F_D not measured/);
+    const k = good();
+    k.adaptive.selfError = 0.16;
+    expect(result(checks(k), 'L6 model classic').skipped).toMatch(/does not reproduce the run it was fed/);
   });
   it('sleeps: none in classic mode, one per I/O otherwise', () => {
     const g = good();
