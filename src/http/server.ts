@@ -23,7 +23,7 @@ export function createApp(o: AppOptions): Express {
   const app = express();
   const metricsPath = o.metricsPath ?? '/metrics';
   app.disable('x-powered-by');
-  // No ETag: a scrape body is never revalidated, and hashing it cost ~5 ms at 64 devices.
+  // No ETag: a scrape body is never revalidated, and express would hash every 2.5 MB body.
   app.set('etag', false);
   // Scrapes that share a snapshot (engine single-flight) share its rendering too: N concurrent
   // scrapers must not cost N renders (test/hardening/load.test.ts). Weak: gone with the snapshot.
