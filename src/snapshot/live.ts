@@ -15,6 +15,13 @@ import type { CollectorName, CollectorResult, SnapshotInputs } from './types.js'
  */
 export const HOST_READ_DEADLINE_MS = 4000;
 
+/**
+ * The first read does once-per-process work (the kernel's BTF, each device's static attributes):
+ * seconds on a slow or emulated CPU. It gets a longer deadline so a healthy start is not reported
+ * as a hung read; a read stuck at start still fails its scrapes after this.
+ */
+export const FIRST_HOST_READ_DEADLINE_MS = 30_000;
+
 interface HostRead {
   host?: HostReading;
   collectors: CollectorResult[];
@@ -26,6 +33,7 @@ export function liveReader(
   log: Logger,
   bpfEnabled: boolean,
   deadlineMs = HOST_READ_DEADLINE_MS,
+  firstDeadlineMs = FIRST_HOST_READ_DEADLINE_MS,
 ): InputReader {
   const note = collectorLog(log);
   // A read that outlived its deadline: no new one starts until it ends (each would pin another
@@ -33,6 +41,7 @@ export function liveReader(
   let stuck: { since: number; read: Promise<unknown> } | undefined;
   // The file collectors a read reports (the enabled ones), to mark them failed when it hangs.
   let names: CollectorName[] = ['sysfs', 'debugfs', 'era'];
+  let done = false;
 
   const readHost = async (): Promise<HostRead> => {
     const t0 = performance.now();
@@ -41,12 +50,14 @@ export function liveReader(
     });
     if (stuck) return failed(`kernel file reads still pending since ${new Date(stuck.since).toISOString()} (a read hung in the kernel?)`);
     const read = host.read();
+    const limitMs = done ? deadlineMs : firstDeadlineMs;
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), deadlineMs)));
+    const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), limitMs)));
     const first = await Promise.race([read, late]);
     clearTimeout(timer);
     if (first !== 'late') {
       names = first.collectors.map((c) => c.name);
+      done = true;
       return first;
     }
     const entry = { since: Date.now(), read };
@@ -55,7 +66,7 @@ export function liveReader(
       if (stuck === entry) stuck = undefined;
     };
     read.then(clear, clear);
-    return failed(`kernel file reads did not finish within ${deadlineMs / 1000} s (a read hung in the kernel?)`);
+    return failed(`kernel file reads did not finish within ${limitMs / 1000} s (a read hung in the kernel?)`);
   };
 
   return async (): Promise<SnapshotInputs> => {

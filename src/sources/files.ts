@@ -1,5 +1,6 @@
 // File access at the edge: bounded reads, so a huge or never-ending file cannot exhaust memory.
 import { constants } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
 import { open, readdir, realpath } from 'node:fs/promises';
 
 export const DEFAULT_MAX_BYTES = 64 * 1024;
@@ -42,6 +43,38 @@ export async function readBounded(path: string, maxBytes = DEFAULT_MAX_BYTES): P
   } finally {
     // Not awaited: the content is complete, the scrape need not wait for close(2).
     fh.close().catch(() => {});
+  }
+}
+
+/**
+ * readBounded, synchronously, for the one read of the kernel's BTF per process: kernfs serves
+ * that binary attribute one page per read(2), so the async loop pays a thread-pool round trip per
+ * page (1,350 for 5.5 MB; seconds on an emulated CPU, past the scrape deadline). It is served from
+ * kernel memory and cannot hang; O_NONBLOCK makes a FIFO planted in a --path.sysfs tree fail.
+ */
+export function readBoundedSync(path: string, maxBytes: number): Buffer {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | constants.O_NOFOLLOW);
+  } catch (e) {
+    throw errnoOf(e) === 'ELOOP' ? new Error('is a symbolic link: not followed') : e;
+  }
+  try {
+    let buf = Buffer.allocUnsafe(Math.min(maxBytes + 1, 1 << 20));
+    let n = 0;
+    for (;;) {
+      if (n === buf.length) {
+        const bigger = Buffer.allocUnsafe(Math.min(maxBytes + 1, buf.length * 2));
+        buf.copy(bigger, 0, 0, n);
+        buf = bigger;
+      }
+      const got = readSync(fd, buf, n, buf.length - n, null);
+      if (got === 0) return buf.subarray(0, n);
+      n += got;
+      if (n > maxBytes) throw new FileTooLargeError(`larger than ${maxBytes} bytes: not read`);
+    }
+  } finally {
+    closeSync(fd);
   }
 }
 

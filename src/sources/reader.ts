@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { CollectorName, CollectorResult } from '../snapshot/types.js';
 import { btfFeatures, detectEra, parseOsRelease } from './era.js';
 import { parseBtf } from './btf.js';
-import { errnoOf, isMissing, listDir, messageOf, readBounded, readText, realRoot, resolvesWithin } from './files.js';
+import { errnoOf, isMissing, listDir, messageOf, readBoundedSync, readText, realRoot, resolvesWithin } from './files.js';
 import { parseHctxIoPoll, parseHctxType } from './hctx.js';
 import { parsePollStat } from './pollStat.js';
 import { parseDevNum, parseIntFile, parseIoPoll, parseIoPollDelay } from './queue.js';
@@ -283,7 +283,7 @@ export class HostReader {
     if (this.btfCache) return this.btfCache;
     const path = join(this.opts.paths.sysfs, 'kernel/btf/vmlinux');
     try {
-      const r = parseBtf(await readBounded(path, this.opts.btfMaxBytes ?? 256 * 1024 * 1024));
+      const r = parseBtf(readBoundedSync(path, this.opts.btfMaxBytes ?? 256 * 1024 * 1024));
       this.btfCache = r.ok ? btfFeatures(r.value) : { error: `${path}: ${r.error}` };
     } catch (e) {
       // No BTF is a normal old-kernel state: fall back to debugfs and the release hint.

@@ -29,7 +29,7 @@ describe('host read deadline', () => {
       },
     };
     const lines: string[] = [];
-    const engine = new SnapshotEngine(liveReader(host, disabledBpf('test'), createLogger('info', (l) => lines.push(l)), false, 50));
+    const engine = new SnapshotEngine(liveReader(host, disabledBpf('test'), createLogger('info', (l) => lines.push(l)), false, 50, 50));
 
     const t0 = performance.now();
     const first = await engine.snapshot();
@@ -56,5 +56,15 @@ describe('host read deadline', () => {
     expect(reads).toBe(2);
     expect(third.host?.devices[0]?.device).toBe('nvme0n1');
     expect(third.collectors.map((c) => [c.name, c.success])).toEqual([['sysfs', true], ['debugfs', true]]);
+  });
+
+  it('gives the first read, which parses BTF and static attributes once, the longer first deadline', async () => {
+    const slow = { read: () => new Promise<Read>((r) => setTimeout(() => r(healthy), 150)) };
+    const engine = new SnapshotEngine(liveReader(slow, disabledBpf('test'), createLogger('error', () => {}), false, 50, 2000));
+    const first = await engine.snapshot();
+    expect(first.collectors.map((c) => [c.name, c.success])).toEqual([['sysfs', true], ['debugfs', true]]);
+    // Later reads have the short deadline.
+    const second = await engine.snapshot();
+    expect(second.collectors[0]!.error).toMatch(/did not finish within 0.05 s/);
   });
 });

@@ -9,9 +9,10 @@
 // Prints one JSON line on stdout: its own I/O count, IOPS, latency percentiles, and its CPU time
 // from /proc/thread-self/schedstat (ns, what the scheduler charged) and /proc/self/stat (ticks),
 // plus the CPU of the wait phase alone (CLOCK_THREAD_CPUTIME_ID around the waiting io_uring_enter),
-// so the exporter's accounting can be checked against what the poller really spent polling. Before
-// the run it times empty io_uring_enter calls (no submission, no waiting) the same way: the
-// syscall's entry and exit around the poll loop, which no poll-loop tracer sees.
+// so the exporter's accounting can be checked against what the poller really spent polling. It
+// also times empty io_uring_enter calls (no submission, no waiting) the same way, after every
+// 16th waiting call, so they share the run's conditions: the syscall's entry and exit around the
+// poll loop, which no poll-loop tracer sees.
 // -H (hold): after printing, keep the idle ring open until stdin reaches EOF, so that an observer
 // can read the ring's per-ring state after the run without disturbing the run itself.
 #define _GNU_SOURCE
@@ -205,14 +206,9 @@ int main(int argc, char **argv) {
   uint64_t *lat = malloc(cap * sizeof *lat);
   if (!issued || !lat) fail("malloc", ENOMEM);
 
-  // The syscall around the poll loop, timed exactly as the waiting calls are timed below.
-  enum { CALIB_CALLS = 2000 };
-  uint64_t empty_cpu = 0;
-  for (int i = 0; i < CALIB_CALLS; i++) {
-    uint64_t w0 = thread_cpu_ns();
-    if (enter(r.fd, 0, 0) < 0) fail("io_uring_enter(empty)", errno);
-    empty_cpu += thread_cpu_ns() - w0;
-  }
+  // The syscall around the poll loop, timed exactly as the waiting calls are timed (below).
+  enum { EMPTY_EVERY = 16 };
+  uint64_t empty_cpu = 0, empty_calls = 0;
 
   struct cpu_sample c0, c1;
   cpu_sample(&c0);
@@ -236,7 +232,12 @@ int main(int argc, char **argv) {
     uint64_t w0 = thread_cpu_ns();
     if (enter(r.fd, 0, 1) < 0) fail("io_uring_enter(wait)", errno);
     wait_cpu += thread_cpu_ns() - w0;
-    wait_calls++;
+    if (++wait_calls % EMPTY_EVERY == 0) {
+      uint64_t e0 = thread_cpu_ns();
+      if (enter(r.fd, 0, 0) < 0) fail("io_uring_enter(empty)", errno);
+      empty_cpu += thread_cpu_ns() - e0;
+      empty_calls++;
+    }
     unsigned h = *r.cq_head, t = __atomic_load_n(r.cq_tail, __ATOMIC_ACQUIRE);
     uint64_t now = now_ns();
     for (; h != t; h++) {
@@ -285,7 +286,7 @@ int main(int argc, char **argv) {
          pct_us(lat, n, 0.999), (double)maxlat / 1e3, (double)exec / 1e9, (double)(c1.run_delay_ns - c0.run_delay_ns) / 1e9,
          c1.slices - c0.slices, (double)(c1.utime_ticks - c0.utime_ticks) / (double)tck,
          (double)(c1.stime_ticks - c0.stime_ticks) / (double)tck, (double)exec / (double)wall,
-         n ? (double)exec / (double)n / 1e3 : 0, (double)wait_cpu / 1e9, wait_calls, (double)empty_cpu / CALIB_CALLS, c1.nvcsw - c0.nvcsw, c1.nivcsw - c0.nivcsw);
+         n ? (double)exec / (double)n / 1e3 : 0, (double)wait_cpu / 1e9, wait_calls, empty_calls ? (double)empty_cpu / (double)empty_calls : 0.0, c1.nvcsw - c0.nvcsw, c1.nivcsw - c0.nivcsw);
   fflush(stdout);
   if (hold) {
     char b[64];

@@ -122,11 +122,14 @@ export function driverFigures(r: RunRecord): DriverFigures {
   };
 }
 
-export function exporterFigures(r: RunRecord): ExporterFigures | undefined {
+export function exporterFigures(r: RunRecord, majmin?: string): ExporterFigures | undefined {
   if (r.before === undefined || r.after === undefined) return undefined;
   const b = parseExposition(r.before);
   const a = parseExposition(r.after);
-  const dev = { device: r.device };
+  // The exporter labels a device it cannot name (its sysfs reading failed) by "major:minor": the
+  // BPF figures are still the device's; check 1 reports the failed host reading.
+  const named = select(a, 'hybridpoll_polled_ios_total', { device: r.device }).length > 0;
+  const dev = { device: !named && majmin && select(a, 'hybridpoll_polled_ios_total', { device: majmin }).length > 0 ? majmin : r.device };
   const era = select(a, 'hybridpoll_kernel_era_info')[0]?.labels.era;
   const pollPath = select(a, 'hybridpoll_bpf_poll_path_info').find((s) => s.value === 1)?.labels.path;
   return {
@@ -164,5 +167,5 @@ export function exporterFigures(r: RunRecord): ExporterFigures | undefined {
 
 /** majmin: the run's device as "major:minor" (the loader's key), for the twin's figures. */
 export function runFigures(r: RunRecord, majmin?: string): RunFigures {
-  return { run: r, driver: driverFigures(r), exporter: exporterFigures(r), twin: r.twin && majmin ? twinFigures(r.twin.before, r.twin.after, majmin) : undefined };
+  return { run: r, driver: driverFigures(r), exporter: exporterFigures(r, majmin), twin: r.twin && majmin ? twinFigures(r.twin.before, r.twin.after, majmin) : undefined };
 }

@@ -36,7 +36,7 @@ export interface DriverResult {
   iops: number;
   lat_us: { mean: number; p50: number; p90: number; p99: number; p999: number; max: number };
   /** exec_s: all CPU the scheduler charged; wait_s: CPU inside the waiting io_uring_enter calls (polling) */
-  /** wait_calls: waiting io_uring_enter calls; empty_enter_ns: CPU of one empty io_uring_enter, timed the same way before the run */
+  /** wait_calls: waiting io_uring_enter calls; empty_enter_ns: CPU of one empty io_uring_enter, timed the same way after every 16th of them */
   cpu: { exec_s: number; run_delay_s: number; timeslices: number; utime_s: number; stime_s: number; util: number; per_io_us: number; wait_s: number; wait_calls: number; empty_enter_ns: number };
   ctxsw: { voluntary: number; involuntary: number };
 }
