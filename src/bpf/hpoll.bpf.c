@@ -315,7 +315,12 @@ static __always_inline u32 rq_dev(struct request *rq, const bool btf)
 		q = RD(btf, rq, q);
 		disk = RD(btf, q, disk);
 	} else {
+		/* a probe read yields an untrusted pointer: tp_btf may not dereference it directly
+		 * (the 5.10 verifier refused the whole program with EACCES), so probe-read its fields */
 		disk = BPF_CORE_READ((struct request___old *)rq, rq_disk);
+		if (!disk)
+			return 0;
+		return ((u32)BPF_CORE_READ(disk, major) << 20) | (u32)BPF_CORE_READ(disk, first_minor);
 	}
 	if (!disk)
 		return 0;

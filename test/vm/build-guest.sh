@@ -4,11 +4,12 @@
 #      initrd. Keyed by the package list, the bootstrap init, suite and mirror: rebuilt only when one
 #      of them changes (~1.5 min from nothing, seconds when cached).
 #   2. a small read-only "project disk" with what the guest runs from this checkout: the exporter
-#      (dist/, package.json, production node_modules), the BPF loader, hpdrive and the guest scripts.
+#      (dist/, package.json, production node_modules), the BPF loader, hpdrive and the guest scripts,
+#      and the host's node binary when the suite's nodejs is too old (bullseye).
 #      Keyed by the hash of its content.
 # Progress goes to stderr; the last line on stdout is a JSON manifest of the images.
 #
-#   test/vm/build-guest.sh [trixie]
+#   test/vm/build-guest.sh [trixie|bullseye]     (package list: guest/packages-SUITE.txt)
 # Env: HPVM_CACHE (cache dir), MIRROR (default: the host's apt mirror), HPVM_LOADER (BPF loader path).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -66,14 +67,15 @@ if [ ! -e "$G/root.img" ]; then
   cat >"$R/etc/apt/sources.list.d/debian.sources" <<EOF
 Types: deb
 URIs: $MIRROR
-Suites: $SUITE $SUITE-updates $SUITE-backports
+Suites: $SUITE $SUITE-updates$(grep -q '^bpo:' "$PKGS" && echo " $SUITE-backports")
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
   printf '#!/bin/sh\nexit 101\n' >"$R/usr/sbin/policy-rc.d"; chmod +x "$R/usr/sbin/policy-rc.d"
   # A small initramfs: only what mounts the virtio root disk.
   mkdir -p "$R/etc/initramfs-tools/conf.d"
-  printf 'MODULES=list\nCOMPRESS=zstd\n' >"$R/etc/initramfs-tools/conf.d/lab.conf"
+  # zstd when the package list has it (trixie), gzip otherwise (bullseye's 5.10 kernel).
+  printf 'MODULES=list\nCOMPRESS=%s\n' "$(grep -qx -e zstd -e bpo:zstd "$PKGS" && echo zstd || echo gzip)" >"$R/etc/initramfs-tools/conf.d/lab.conf"
   printf 'virtio_pci\nvirtio_blk\next4\ncrc32c_generic\n' >>"$R/etc/initramfs-tools/modules"
   cp -n "$DEBS"/*.deb "$R/var/cache/apt/archives/" 2>/dev/null || true
   bpo=$(sed -n 's/^bpo://p' "$PKGS" | tr '\n' ' ')
@@ -124,6 +126,13 @@ done
 install -m755 "$ROOT/build/hpdrive/hpdrive" "$STAGE/bin/hpdrive"
 if [ -x "$LOADER" ]; then install -m755 "$LOADER" "$STAGE/bin/hybridpoll-bpf"; else log "note: no BPF loader at $LOADER (run npm run build:bpf): the guest exporter runs without BPF"; fi
 cp "$HERE"/guest/init.sh "$HERE"/guest/agent.mjs "$STAGE/guest/"
+# A guest whose Debian has no usable nodejs (bullseye: 12; the exporter needs >= 20) runs the
+# host's node binary from the project disk (Debian/NodeSource builds need glibc 2.28 and libstdc++6).
+if ! grep -qx -e nodejs -e bpo:nodejs "$PKGS"; then
+  NODE=$(command -v node); [ -n "$NODE" ] || die "no node on the host to put into the $SUITE guest"
+  install -m755 "$(readlink -f "$NODE")" "$STAGE/bin/node"
+  log "node $("$NODE" --version) from the host onto the project disk (the $SUITE guest has no nodejs >= 20)"
+fi
 PKEY=$(cd "$STAGE" && find . -type f -o -type l | LC_ALL=C sort | xargs -d '\n' sha256sum 2>/dev/null | sha256sum | cut -c1-16)
 P=$CACHE/project/$PKEY.img
 mkdir -p "$CACHE/project"

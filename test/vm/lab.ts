@@ -4,24 +4,41 @@
 //   npx tsx test/vm/lab.ts table [session]    the checks table of a saved session (default: the latest)
 //   npx tsx test/vm/lab.ts exec 'sh script'   boot, run a short script in the guest instead of the agent
 //   npx tsx test/vm/lab.ts record             boot, record hybrid and classic runs into recordings/vm-*.jsonl
-// Env: HPVM_SECS, HPVM_REPS, HPVM_SCENARIOS, HPVM_ACCEL, HPVM_CACHE (see docs/validation.md).
+// HPVM_SUITE=bullseye picks the legacy guest (issue 8: kernel 5.10, block-layer hybrid polling):
+// run and table then show its session (results/latest-bullseye.json), record writes vm-legacy.jsonl.
+// Env: HPVM_SUITE, HPVM_SECS, HPVM_REPS, HPVM_SCENARIOS, HPVM_LEGACY_SECS, HPVM_LEGACY_WORKLOADS,
+// HPVM_ACCEL, HPVM_CACHE (see docs/validation.md).
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { accelFacts, chooseAccel } from './lib/accel.js';
 import { allChecks, bpfCost, noiseFloor } from './lib/checks.js';
 import { Guest } from './lib/guest.js';
 import { buildAll, labOptionsFromEnv, loadSession, NVME, RESULTS, runLab, recordAll } from './lib/lab.js';
 import { checksTable } from './lib/table.js';
+import { allLegacyChecks, legacyTable } from './lib/legacy-checks.js';
+import { LATEST_LEGACY, LEGACY_SUITE, legacyOptionsFromEnv, recordLegacy, runLegacyLab } from './lib/legacy-lab.js';
+import type { LegacySession } from './lib/legacy.js';
 
 const [cmd, arg] = process.argv.slice(2);
 const log = (m: string) => process.stderr.write(`[vm] ${m}\n`);
+const suite = process.env.HPVM_SUITE ?? 'trixie';
+if (suite !== 'trixie' && suite !== LEGACY_SUITE) throw new Error(`HPVM_SUITE must be trixie or ${LEGACY_SUITE}`);
+const legacy = suite === LEGACY_SUITE;
 
 async function main(): Promise<void> {
   switch (cmd) {
     case 'build':
-      console.log(JSON.stringify(buildAll('trixie'), null, 2));
+      console.log(JSON.stringify(buildAll(suite), null, 2));
       return;
     case 'run':
     case 'table': {
+      if (legacy) {
+        const file = cmd === 'run' ? await runLegacyLab(legacyOptionsFromEnv()) : (arg ?? LATEST_LEGACY);
+        const session = JSON.parse(readFileSync(file, 'utf8')) as LegacySession;
+        if (session.error) console.log(`session stopped early: ${session.error}\n`);
+        console.log(`${checksTable(allLegacyChecks(session))}\n\n${legacyTable(session)}`);
+        return;
+      }
       const session = loadSession(cmd === 'run' ? await runLab(labOptionsFromEnv()) : (arg ?? join(RESULTS, 'latest.json')));
       console.log(checksTable(allChecks(session)));
       const noise = noiseFloor(session);
@@ -32,13 +49,14 @@ async function main(): Promise<void> {
     }
     case 'exec': {
       if (!arg) throw new Error('exec needs a script');
-      const images = buildAll('trixie');
+      const images = buildAll(suite);
       const { accel } = chooseAccel(accelFacts());
       process.stdout.write(await Guest.exec({ images, accel, smp: 2, memMiB: 2048, pollQueues: 2, nvme: NVME, log, bootTimeoutMs: 900_000 }, arg));
       return;
     }
     case 'record':
-      await recordAll(Number(process.env.HPVM_SECS ?? 40));
+      if (legacy) await recordLegacy(Number(process.env.HPVM_SECS ?? 40));
+      else await recordAll(Number(process.env.HPVM_SECS ?? 40));
       return;
     default:
       throw new Error('usage: lab.ts build | run | table [session.json] | exec SCRIPT | record');

@@ -1,5 +1,6 @@
-// The shipped recordings of real polling in the VM lab (npx tsx test/vm/lab.ts record) carry what
-// they claim: real hybrid and classic io_uring polling, readable by `report` on any machine.
+// The shipped recordings of real polling in the VM lab (npx tsx test/vm/lab.ts record, and
+// HPVM_SUITE=bullseye for vm-legacy.jsonl) carry what they claim: real hybrid and classic io_uring
+// polling on 7.x, block-layer hybrid polling on 5.10, readable by `report` on any machine.
 // No VM needed: this runs in the default suite against dist/ (built by the default global setup).
 import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
@@ -31,6 +32,21 @@ describe('recordings of real polling from the VM lab', () => {
     const t = nvme[0]!.target;
     expect(t.measured.polledIos).toBeGreaterThan(10_000);
     expect(t.current.policy).toBe('iouring_half_min');
+    expect(t.current.sleptFraction).toBeGreaterThan(0.95);
+    expect(t.current.sleepNs).toBeGreaterThan(0);
+  });
+
+  it('vm-legacy.jsonl: a live 5.10 guest, block-layer hybrid polling with io_poll_delay=0 (½ the poll_stat mean)', () => {
+    const r = report('vm-legacy.jsonl');
+    expect(r.source.header.source).toBe('live');
+    expect(r.source.header.description).toMatch(/io_poll_delay=0.*kernel 5\.10/);
+    expect(r.kernel).toMatchObject({ era: 'blkmq_hybrid', evidence: 'btf' });
+    expect(r.bpf.pollPath).toBe('tracepoint');
+    const nvme = r.devices.filter((d) => d.target.device.startsWith('nvme'));
+    expect(nvme).toHaveLength(1);
+    const t = nvme[0]!.target;
+    expect(t.measured.polledIos).toBeGreaterThan(5_000);
+    expect(t.current.policy).toBe('blkmq_half_mean');
     expect(t.current.sleptFraction).toBeGreaterThan(0.95);
     expect(t.current.sleepNs).toBeGreaterThan(0);
   });

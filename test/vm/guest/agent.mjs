@@ -74,15 +74,16 @@ function start(role, file, args, stdin = 'ignore') {
 
 let drive = null;
 let exporter = null;
+let watch = null;
 
 const MODES = new Set(['irq', 'poll', 'hybrid']);
+const int = (v, lo, hi, name) => {
+  if (!Number.isInteger(v) || v < lo || v > hi) throw new Error(`${name} must be an integer in [${lo}, ${hi}]`);
+  return String(v);
+};
 function driveArgs(b) {
   if (!/^\/dev\/nvme\d+n\d+$/.test(b.device ?? '')) throw new Error('device must be /dev/nvmeXnY');
   if (!MODES.has(b.mode)) throw new Error('mode must be irq, poll or hybrid');
-  const int = (v, lo, hi, name) => {
-    if (!Number.isInteger(v) || v < lo || v > hi) throw new Error(`${name} must be an integer in [${lo}, ${hi}]`);
-    return String(v);
-  };
   const a = ['-m', b.mode, '-q', int(b.qd ?? 1, 1, 1024, 'qd'), '-b', int(b.bs ?? 4096, 512, 1 << 20, 'bs')];
   if (b.ios !== undefined) a.push('-n', int(b.ios, 1, 1e9, 'ios'));
   else a.push('-t', String(Number(b.secs ?? 5)));
@@ -279,6 +280,56 @@ const routes = {
   'POST /bpf/stats': async (b) => {
     writeFileSync('/proc/sys/kernel/bpf_stats_enabled', b.enable ? '1' : '0');
     return { enabled: read('/proc/sys/kernel/bpf_stats_enabled') };
+  },
+  // The legacy guest's settings (issue 8): the test sets io_poll_delay (the exporter never writes).
+  'POST /io_poll_delay': async (b) => {
+    if (!/^nvme\d+n\d+$/.test(b.device ?? '')) throw new Error('device must be nvmeXnY');
+    if (!Number.isInteger(b.value) || b.value < -1 || b.value > 1_000_000) throw new Error('value must be an integer in [-1, 1000000]');
+    const f = `/sys/block/${b.device}/queue/io_poll_delay`;
+    writeFileSync(f, String(b.value));
+    return { value: read(f) };
+  },
+  // poll_stat over a run (issue 8): the file is a gauge of the last 100 ms window with I/O, and each
+  // adaptive sleep is ½ the mean of the window before it, so the host needs every window, not one.
+  'POST /watch/start': async (b) => {
+    if (!/^nvme\d+n\d+$/.test(b.device ?? '')) throw new Error('device must be nvmeXnY');
+    if (watch) clearInterval(watch.timer);
+    const file = `/sys/kernel/debug/block/${b.device}/poll_stat`;
+    const samples = [];
+    const tick = () => {
+      const text = read(file);
+      if (text !== samples.at(-1)?.text) samples.push({ t: Date.now(), text });
+    };
+    tick();
+    watch = { timer: setInterval(tick, Number(int(b.intervalMs ?? 50, 5, 1000, 'intervalMs'))), tick, samples };
+    return { samples: samples.length };
+  },
+  'POST /watch/stop': async () => {
+    if (!watch) throw new Error('no watch started');
+    const w = watch;
+    watch = null;
+    clearInterval(w.timer);
+    w.tick();
+    return { samples: w.samples, end: Date.now() };
+  },
+  // The seeds' fio job (issue 8): pvsync2 with hipri, O_DIRECT 4k random reads, one job.
+  'POST /fio': async (b) => {
+    if (drive && drive.exit === null) throw new Error('hpdrive running');
+    if (!/^\/dev\/nvme\d+n\d+$/.test(b.device ?? '')) throw new Error('device must be /dev/nvmeXnY');
+    const limit = b.ios !== undefined ? [`--number_ios=${int(b.ios, 1, 1e9, 'ios')}`, '--size=4g'] : ['--time_based', `--runtime=${int(b.secs ?? 5, 1, 3600, 'secs')}`];
+    const args = ['--name=seed001', `--filename=${b.device}`, '--ioengine=pvsync2', '--hipri', '--direct=1', '--bs=4k', '--rw=randread',
+      '--numjobs=1', '--thread=0', `--randseed=${int(b.seed ?? 1, 1, 2 ** 31, 'seed')}`, ...limit, '--output-format=json'];
+    const st = start('fio', 'fio', args);
+    const timer = setTimeout(() => st.child.kill('SIGKILL'), ((b.secs ?? 5) + 120) * 1000);
+    await st.done;
+    clearTimeout(timer);
+    let result = null;
+    try {
+      result = JSON.parse(st.stdout.slice(st.stdout.indexOf('{')));
+    } catch {
+      /* reported as raw output */
+    }
+    return { exit: st.exit, result, stdout: result ? '' : st.stdout.slice(-4000), stderr: st.stderr.slice(-4000) };
   },
   'POST /file': async (b) => {
     if (!/^\/tmp\/hp-[\w.-]+$/.test(b.path ?? '')) throw new Error('only /tmp/hp-* files can be read');

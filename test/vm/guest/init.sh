@@ -21,4 +21,6 @@ if [ -n "$run" ]; then
   echo "HPVM: exec end rc=$?"
   exit 0
 fi
-exec node /opt/hp/guest/agent.mjs
+# The project disk carries its own node when the guest's Debian has none new enough (bullseye).
+NODE=node; [ -x /opt/hp/bin/node ] && NODE=/opt/hp/bin/node
+exec $NODE /opt/hp/guest/agent.mjs

@@ -94,7 +94,7 @@ export function labOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LabOpti
  * deterministic (a TCG guest once panicked in its first 3 s in ktime_get_real_ts64), and a failed
  * boot says nothing about the product. Both consoles are kept in RESULTS.
  */
-async function bootWithRetry(images: GuestImages, accel: Accel): Promise<Guest> {
+export async function bootWithRetry(images: GuestImages, accel: Accel): Promise<Guest> {
   mkdirSync(RESULTS, { recursive: true });
   for (let attempt = 1; ; attempt++) {
     const failedConsoleFile = join(RESULTS, `console-boot-failure-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);

@@ -137,7 +137,7 @@ async function runDriver(g: Guest, s: Scenario, device: string, mode: PollMode, 
 }
 
 /** Scrapes until the exporter reports the BPF loader up (it may attach after the HTTP port opens). */
-async function waitBpfUp(g: Guest, timeoutMs: number): Promise<number> {
+export async function waitBpfUp(g: Guest, timeoutMs: number): Promise<number> {
   const t0 = Date.now();
   let last = '';
   while (Date.now() - t0 < timeoutMs) {
