@@ -3,14 +3,23 @@
 // debugfs), the BPF request (fake loader, JSON parse, restart accumulator), the efficiency model,
 // building metric families, and rendering the text. Medians over the scrapes, per device count.
 // Needs root for the fake loader (the BPF collector checks privileges before starting any loader).
+// Families and render are timed for each --histograms exposition on the same snapshot: `default`
+// (--bpf.histograms' default, io_latency with full buckets) and `all` (every histogram with full
+// buckets, what issue 7's targets are stated for); files, bpf and model are shared by both rows.
 //   node bench/scrape/phases.mjs --scrapes 50 --devices 1,16,64
+//   node bench/scrape/phases.mjs --histograms all     (only one exposition; repeat to add more)
 //   node bench/scrape/phases.mjs --root /tmp/base      (the same on a built older checkout)
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { makeHost } from './tree.mjs';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const { values: opt } = parseArgs({ options: { scrapes: { type: 'string', default: '50' }, devices: { type: 'string', default: '1,16,64' }, root: { type: 'string', default: ROOT } } });
+const { values: opt } = parseArgs({ options: {
+  scrapes: { type: 'string', default: '50' },
+  devices: { type: 'string', default: '1,16,64' },
+  root: { type: 'string', default: ROOT },
+  histograms: { type: 'string', multiple: true, default: ['default', 'all'] },
+} });
 const dist = (m) => import(resolve(opt.root, 'dist', m));
 const { HostReader } = await dist('sources/reader.js');
 const { BpfCollector } = await dist('bpf/collector.js');
@@ -21,13 +30,19 @@ const { EfficiencyModel } = await dist('model/index.js');
 const { familiesOf } = await dist('metrics/index.js');
 const { render, processRegistry } = await dist('metrics/render.js');
 const { createLogger } = await dist('log.js');
+const { parseHistogramList } = await dist('metrics/bpf.js');
+
+// An older checkout without --bpf.histograms exposes every histogram in full, whatever is asked.
+const variants = parseHistogramList
+  ? opt.histograms.map((h) => ({ name: h, bpf: h === 'default' ? undefined : { keepEvery: 4, fullHistograms: parseHistogramList(h) } }))
+  : [{ name: 'all (fixed)', bpf: undefined }];
 
 const FAKE = resolve(ROOT, 'test/hardening/fixtures/fake-loader.mjs');
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const log = createLogger('error');
 
-console.log(`| devices | files ms | bpf ms | model ms | families ms | render ms | total ms | samples |`);
-console.log(`| --- | --- | --- | --- | --- | --- | --- | --- |`);
+console.log(`| devices | histograms | files ms | bpf ms | model ms | families ms | render ms | total ms | samples |`);
+console.log(`| --- | --- | --- | --- | --- | --- | --- | --- | --- |`);
 for (const n of opt.devices.split(',').map(Number)) {
   const host = makeHost(n);
   process.env.HP_FAKE_DEVICES = String(n);
@@ -37,7 +52,7 @@ for (const n of opt.devices.split(',').map(Number)) {
   for (let i = 0; i < 100 && bpf.status().state !== 'running' && bpf.status().state !== 'disabled'; i++) await new Promise((r) => setTimeout(r, 50));
   const reader = new HostReader({ paths: { sysfs: host.sys, debugfs: host.debug, procfs: host.proc }, filter: {}, collectors: { sysfs: true, debugfs: true, era: true } });
   // Time the two readers separately: wrap them with the same interfaces the live reader uses.
-  const t = { files: [], bpf: [], model: [], families: [], render: [], total: [] };
+  const t = { files: [], bpf: [], model: [], families: variants.map(() => []), render: variants.map(() => []), total: variants.map(() => []) };
   let filesMs = 0;
   let bpfMs = 0;
   const timedHost = { read: async () => { const t0 = performance.now(); const r = await reader.read(); filesMs = performance.now() - t0; return r; } };
@@ -47,27 +62,39 @@ for (const n of opt.devices.split(',').map(Number)) {
   const timedModel = { update: (s) => { const t0 = performance.now(); const r = model.update(s); modelMs = performance.now() - t0; return r; } };
   const engine = new SnapshotEngine(liveReader(timedHost, timedBpf, log, bpf.status().state === 'running'), timedModel, log);
   const reg = processRegistry();
-  let samples = 0;
+  const samples = variants.map(() => 0);
   for (let i = 0; i < Number(opt.scrapes) + 5; i++) {
     const t0 = performance.now();
     const snap = await engine.snapshot();
     const t1 = performance.now();
-    const fams = familiesOf(snap);
-    const t2 = performance.now();
-    const body = await render(fams, 'prometheus', reg);
-    const t3 = performance.now();
+    // Each exposition on the same snapshot, in alternating order (neither always runs first).
+    const order = variants.map((_, j) => j);
+    if (i % 2) order.reverse();
+    const timed = [];
+    for (const j of order) {
+      const t2 = performance.now();
+      const fams = familiesOf(snap, variants[j].bpf ? { bpf: variants[j].bpf } : {});
+      const t3 = performance.now();
+      const body = await render(fams, 'prometheus', reg);
+      const t4 = performance.now();
+      timed[j] = { families: t3 - t2, render: t4 - t3, body };
+    }
     if (i < 5) continue; // warm-up (and the model needs two snapshots for a window)
     t.files.push(filesMs);
     t.bpf.push(bpfMs);
     t.model.push(modelMs);
-    t.families.push(t2 - t1);
-    t.render.push(t3 - t2);
-    t.total.push(t3 - t0);
-    samples = body.split('\n').filter((l) => l && l[0] !== '#').length;
+    variants.forEach((_, j) => {
+      t.families[j].push(timed[j].families);
+      t.render[j].push(timed[j].render);
+      t.total[j].push(t1 - t0 + timed[j].families + timed[j].render);
+      samples[j] = timed[j].body.split('\n').filter((l) => l && l[0] !== '#').length;
+    });
     await new Promise((r) => setTimeout(r, 20)); // scrapes are seconds apart in life; let the loop breathe
   }
   await bpf.stop();
   host.dispose();
-  const m = (k) => median(t[k]).toFixed(1);
-  console.log(`| ${n} | ${m('files')} | ${m('bpf')} | ${m('model')} | ${m('families')} | ${m('render')} | ${m('total')} | ${samples} |`);
+  const m = (xs) => median(xs).toFixed(1);
+  variants.forEach((v, j) => {
+    console.log(`| ${n} | ${v.name} | ${m(t.files)} | ${m(t.bpf)} | ${m(t.model)} | ${m(t.families[j])} | ${m(t.render[j])} | ${m(t.total[j])} | ${samples[j]} |`);
+  });
 }

@@ -12,6 +12,9 @@
 //   node bench/scrape/run.mjs --scrapes 300 --pairs 3 --devices 1,16,64 --buckets pow2
 //   node bench/scrape/run.mjs --baseline /tmp/base   (a built checkout of an older commit, run
 //                                                    in the same pairs: A B C A B C; rows "before")
+// Our exporter runs once per --histograms exposition in each pair: `default` (no flag: full
+// buckets for io_latency only) as "hybridpoll" and `all` (--bpf.histograms=all, every histogram in
+// full, what issue 7's targets are stated for) as "hybridpoll (all)"; e.g. --histograms all alone.
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -36,6 +39,7 @@ const { values: opt } = parseArgs({
     buckets: { type: 'string', default: 'pow2' },
     'loader-runs': { type: 'string', default: '3' },
     baseline: { type: 'string' },
+    histograms: { type: 'string', multiple: true, default: ['default', 'all'] },
   },
 });
 const SCRAPES = Number(opt.scrapes);
@@ -43,8 +47,12 @@ const WARMUP = Number(opt.warmup);
 const PAIRS = Number(opt.pairs);
 const DEVICES = opt.devices.split(',').map(Number);
 const BASE_CLI = opt.baseline ? resolve(opt.baseline, 'dist/cli.js') : undefined;
+/** Our exporter per --histograms value: "hybridpoll" for the default, "hybridpoll (all)" for all. */
+const OURS = new Map(opt.histograms.map((h) => [h === 'default' ? 'hybridpoll' : `hybridpoll (${h})`, h]));
 /** Our exporter, or the baseline checkout's: both are "hybridpoll" to start() but for the file run. */
-const isOurs = (kind) => kind === 'hybridpoll' || kind === 'before';
+const isOurs = (kind) => OURS.has(kind) || kind === 'before';
+/** The exposition the real loader's startup is timed with (startup does not depend on it). */
+const LOADER_KIND = [...OURS.keys()][0];
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const median = (xs) => {
@@ -91,6 +99,8 @@ async function start(kind, host, devices, o = {}) {
   const port = await freePort();
   if (isOurs(kind)) {
     args = [kind === 'before' ? BASE_CLI : CLI, `--path.sysfs=${host.sys}`, `--path.debugfs=${host.debug}`, `--path.procfs=${host.proc}`, `--web.listen-address=127.0.0.1:${port}`, `--bpf.buckets=${opt.buckets}`];
+    // the baseline predates --bpf.histograms (and exposes every histogram in full)
+    if (OURS.has(kind) && OURS.get(kind) !== 'default') args.push(`--bpf.histograms=${OURS.get(kind)}`);
     if (o.realLoader) args.push('--bpf.enable=on');
     else if (IS_ROOT) {
       args.push('--bpf.enable=on', `--bpf.loader=${FAKE}`);
@@ -164,13 +174,13 @@ async function oneRun(kind, host, devices) {
 
 /** Real loader at 1 device, ours and (with --baseline) the baseline's, interleaved run by run. */
 async function loaderStartup() {
-  if (!IS_ROOT || !existsSync(REAL_LOADER)) return undefined;
+  if (!IS_ROOT || !existsSync(REAL_LOADER) || Number(opt['loader-runs']) < 1) return undefined;
   const host = makeHost(1);
   const runs = { hybridpoll: [], before: [] };
   try {
     for (let i = 0; i < Number(opt['loader-runs']); i++) {
       for (const kind of BASE_CLI ? ['hybridpoll', 'before'] : ['hybridpoll']) {
-        const e = await start(kind, host, 1, { realLoader: true });
+        const e = await start(kind === 'hybridpoll' ? LOADER_KIND : kind, host, 1, { realLoader: true });
         // stderr arrives through its own pipe, possibly after the scrape that showed BPF up
         const loadMs = await waitFor(async () => Number(/msg="bpf loader running".* load_ms=(\d+)/.exec(e.log())?.[1]) || undefined, 'the loader log line', 5000).catch(() => NaN);
         runs[kind].push({ readyMs: e.readyMs, listeningMs: e.listeningMs, loadMs });
@@ -192,16 +202,16 @@ if (!haveNodeExporter) console.warn(`*** ${NODE_EXPORTER} missing (apt-get insta
 if (!IS_ROOT) console.warn('*** not root: the fake BPF loader cannot be started, our exporter runs without BPF histograms ***');
 
 const cpuModel = /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? '?';
-console.log(`scrape benchmark: ${SCRAPES} scrapes after ${WARMUP} warm-up, ${PAIRS} pairs (A B A B), --bpf.buckets=${opt.buckets}`);
+console.log(`scrape benchmark: ${SCRAPES} scrapes after ${WARMUP} warm-up, ${PAIRS} pairs (A B A B), --bpf.buckets=${opt.buckets}, --bpf.histograms ${opt.histograms.join(' / ')}`);
 console.log(`host: ${cpuModel}, ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} load, node ${process.version}`);
 
 const rows = [];
 for (const n of DEVICES) {
   const host = makeHost(n);
-  const runs = { hybridpoll: [], node_exporter: [], before: [] };
+  const runs = { ...Object.fromEntries([...OURS.keys()].map((k) => [k, []])), node_exporter: [], before: [] };
   try {
     for (let p = 0; p < PAIRS; p++) {
-      runs.hybridpoll.push(await oneRun('hybridpoll', host, n));
+      for (const kind of OURS.keys()) runs[kind].push(await oneRun(kind, host, n));
       if (haveNodeExporter) runs.node_exporter.push(await oneRun('node_exporter', host, n));
       if (BASE_CLI) runs.before.push(await oneRun('before', host, n));
     }
@@ -221,19 +231,23 @@ console.log();
 console.log(line(['devices', 'exporter', 'p50 ms', 'p99 ms', 'CPU ms/scrape', 'RSS MiB', 'peak RSS MiB', 'series', 'body KiB', 'listening ms', 'full data ms']));
 console.log(line(Array(11).fill('---')));
 for (const n of DEVICES) {
-  const ours = rows.find((x) => x.devices === n && x.kind === 'hybridpoll');
+  const oursAll = [...OURS.keys()].map((k) => rows.find((x) => x.devices === n && x.kind === k));
   const ne = rows.find((x) => x.devices === n && x.kind === 'node_exporter');
   const before = rows.find((x) => x.devices === n && x.kind === 'before');
-  for (const r of [ours, ne, before]) {
+  for (const r of [...oursAll, ne, before]) {
     if (r) console.log(line([r.devices, r.kind, fmt(r.p50, 2), fmt(r.p99, 2), fmt(r.cpuMs, 2), fmt(r.rssMiB), fmt(r.hwmMiB), r.series, fmt(r.kib), fmt(r.listeningMs, 0), fmt(r.startupMs, 0)]));
   }
-  if (ours && ne) {
-    const q = (a, b) => (b > 0 ? `×${(a / b).toFixed(1)}` : '–');
-    console.log(line([n, 'ratio', q(ours.p50, ne.p50), q(ours.p99, ne.p99), q(ours.cpuMs, ne.cpuMs), q(ours.rssMiB, ne.rssMiB), q(ours.hwmMiB, ne.hwmMiB), q(ours.series, ne.series), q(ours.kib, ne.kib), q(ours.listeningMs, ne.listeningMs), q(ours.startupMs, ne.startupMs)]));
-  }
-  if (ours && before) {
-    const q = (a, b) => (b > 0 ? `×${(a / b).toFixed(2)}` : '–');
-    console.log(line([n, 'after/before', q(ours.p50, before.p50), q(ours.p99, before.p99), q(ours.cpuMs, before.cpuMs), q(ours.rssMiB, before.rssMiB), q(ours.hwmMiB, before.hwmMiB), q(ours.series, before.series), q(ours.kib, before.kib), q(ours.listeningMs, before.listeningMs), q(ours.startupMs, before.startupMs)]));
+  for (const ours of oursAll) {
+    if (!ours) continue;
+    const tag = ours.kind === 'hybridpoll' ? '' : ours.kind.slice('hybridpoll'.length);
+    if (ne) {
+      const q = (a, b) => (b > 0 ? `×${(a / b).toFixed(1)}` : '–');
+      console.log(line([n, `ratio${tag}`, q(ours.p50, ne.p50), q(ours.p99, ne.p99), q(ours.cpuMs, ne.cpuMs), q(ours.rssMiB, ne.rssMiB), q(ours.hwmMiB, ne.hwmMiB), q(ours.series, ne.series), q(ours.kib, ne.kib), q(ours.listeningMs, ne.listeningMs), q(ours.startupMs, ne.startupMs)]));
+    }
+    if (before) {
+      const q = (a, b) => (b > 0 ? `×${(a / b).toFixed(2)}` : '–');
+      console.log(line([n, `after${tag}/before`, q(ours.p50, before.p50), q(ours.p99, before.p99), q(ours.cpuMs, before.cpuMs), q(ours.rssMiB, before.rssMiB), q(ours.hwmMiB, before.hwmMiB), q(ours.series, before.series), q(ours.kib, before.kib), q(ours.listeningMs, before.listeningMs), q(ours.startupMs, before.startupMs)]));
+    }
   }
 }
 
@@ -250,16 +264,16 @@ if (loaders) {
     console.log(line([`${name}median`, fmt(median(rs.map((r) => r.listeningMs)), 0), fmt(median(rs.map((r) => r.readyMs)), 0), fmt(median(rs.map((r) => r.loadMs)), 0)]));
   }
 } else {
-  console.log('real BPF loader startup: not measured (needs root and build/bpf/hybridpoll-bpf: npm run build:bpf)');
+  console.log('real BPF loader startup: not measured (--loader-runs 0, or it needs root and build/bpf/hybridpoll-bpf: npm run build:bpf)');
 }
 
-// Targets from the issue: p99 ≤ 10 ms at 64 devices, RSS ≤ 100 MB, startup ≤ 1 s.
-const at64 = rows.find((r) => r.devices === Math.max(...DEVICES) && r.kind === 'hybridpoll');
-if (at64) {
+// Targets from the issue (stated for full histograms): p99 ≤ 10 ms at 64 devices, RSS ≤ 100 MB,
+// startup ≤ 1 s; shown for each exposition measured.
+for (const at64 of rows.filter((r) => r.devices === Math.max(...DEVICES) && OURS.has(r.kind))) {
   const ok = (b) => (b ? 'met' : 'MISSED');
   console.log();
-  console.log(`targets at ${at64.devices} devices: p99 ${fmt(at64.p99, 2)} ms ≤ 10 ms ${ok(at64.p99 <= 10)}; peak RSS ${fmt(at64.hwmMiB)} MiB ≤ 100 MB (95.4 MiB) ${ok(at64.hwmMiB <= 95.4)}; listening after ${fmt(at64.listeningMs, 0)} ms ≤ 1000 ms ${ok(at64.listeningMs <= 1000)}`);
-  if (loader) {
+  console.log(`targets at ${at64.devices} devices, ${at64.kind}: p99 ${fmt(at64.p99, 2)} ms ≤ 10 ms ${ok(at64.p99 <= 10)}; peak RSS ${fmt(at64.hwmMiB)} MiB ≤ 100 MB (95.4 MiB) ${ok(at64.hwmMiB <= 95.4)}; listening after ${fmt(at64.listeningMs, 0)} ms ≤ 1000 ms ${ok(at64.listeningMs <= 1000)}`);
+  if (loader && at64.kind === LOADER_KIND) {
     const up = median(loader.map((r) => r.readyMs));
     console.log(`real loader: BPF data after ${fmt(up, 0)} ms ≤ 1000 ms ${ok(up <= 1000)}`);
   }

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The exposition serializer alone: src/metrics/exposition.ts against prom-client's Registry (the
 // renderer it replaced, through the same adapter the old render.ts used) on the same families:
-// 10 histogram kinds × N devices × (31 buckets + sum + count), as --bpf.buckets=pow2 exposes.
+// 10 histogram kinds × N devices × (31 buckets + sum + count), as --bpf.buckets=pow2 exposes with
+// --bpf.histograms=all (the default exposes full buckets for io_latency only).
 // Alternating A B per iteration, medians. Both must write the same bytes (checked once).
 //   node bench/scrape/serialize.mjs --devices 64 --iterations 40
 import { resolve } from 'node:path';
