@@ -15,23 +15,35 @@ export class FileTooLargeError extends Error {}
  * quote another file in its errors. No fstat: it would add a thread-pool round trip to every
  * file; the buffer grows instead (a 6 MB BTF takes a few doublings, once).
  */
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | constants.O_NOFOLLOW;
+
+const symlinkRefused = (e: unknown): unknown => (errnoOf(e) === 'ELOOP' ? new Error('is a symbolic link: not followed') : e);
+
+/** The read buffer, doubled (up to maxBytes + 1, to detect an oversized file) once it is full. */
+function roomIn(buf: Buffer<ArrayBuffer>, n: number, maxBytes: number): Buffer<ArrayBuffer> {
+  if (n < buf.length) return buf;
+  const bigger = Buffer.allocUnsafe(Math.min(maxBytes + 1, buf.length * 2));
+  buf.copy(bigger, 0, 0, n);
+  return bigger;
+}
+
+function checkSize(n: number, maxBytes: number): void {
+  if (n > maxBytes) throw new FileTooLargeError(`larger than ${maxBytes} bytes: not read`);
+}
+
 export async function readBounded(path: string, maxBytes = DEFAULT_MAX_BYTES): Promise<Buffer> {
-  const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | constants.O_NOFOLLOW).catch((e: unknown) => {
-    throw errnoOf(e) === 'ELOOP' ? new Error('is a symbolic link: not followed') : e;
+  const fh = await open(path, OPEN_FLAGS).catch((e: unknown) => {
+    throw symlinkRefused(e);
   });
   try {
     let buf = Buffer.allocUnsafe(Math.min(maxBytes + 1, 4096));
     let n = 0;
     for (;;) {
-      if (n === buf.length) {
-        const bigger = Buffer.allocUnsafe(Math.min(maxBytes + 1, buf.length * 2));
-        buf.copy(bigger, 0, 0, n);
-        buf = bigger;
-      }
+      buf = roomIn(buf, n, maxBytes);
       const want = buf.length - n;
       const { bytesRead } = await fh.read(buf, n, want, null);
       n += bytesRead;
-      if (n > maxBytes) throw new FileTooLargeError(`larger than ${maxBytes} bytes: not read`);
+      checkSize(n, maxBytes);
       // A short read is the end: regular files, sysfs attributes (one show() per read) and
       // debugfs seq_files (filled up to the buffer) all end so. Saves a thread-pool round trip
       // per file, about a quarter of the file reading's time. Except whole pages: kernfs binary
@@ -55,23 +67,19 @@ export async function readBounded(path: string, maxBytes = DEFAULT_MAX_BYTES): P
 export function readBoundedSync(path: string, maxBytes: number): Buffer {
   let fd: number;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | constants.O_NOFOLLOW);
+    fd = openSync(path, OPEN_FLAGS);
   } catch (e) {
-    throw errnoOf(e) === 'ELOOP' ? new Error('is a symbolic link: not followed') : e;
+    throw symlinkRefused(e);
   }
   try {
     let buf = Buffer.allocUnsafe(Math.min(maxBytes + 1, 1 << 20));
     let n = 0;
     for (;;) {
-      if (n === buf.length) {
-        const bigger = Buffer.allocUnsafe(Math.min(maxBytes + 1, buf.length * 2));
-        buf.copy(bigger, 0, 0, n);
-        buf = bigger;
-      }
+      buf = roomIn(buf, n, maxBytes);
       const got = readSync(fd, buf, n, buf.length - n, null);
       if (got === 0) return buf.subarray(0, n);
       n += got;
-      if (n > maxBytes) throw new FileTooLargeError(`larger than ${maxBytes} bytes: not read`);
+      checkSize(n, maxBytes);
     }
   } finally {
     closeSync(fd);
