@@ -147,12 +147,12 @@ function histogramFamily(name: string, help: string, series: { device: string; h
   const { index, le } = boundariesOf(keepEvery);
   const counts = new Float64Array(OVERFLOW + 1);
   for (const { device, h } of series) {
-    counts.fill(0);
+    if (full) counts.fill(0);
     let total = 0;
     for (const [i, c] of h.buckets) {
       // as promBuckets: an index off the grid counts nowhere, and then +Inf ≠ _count throws below
       if (i >= 0 && i <= OVERFLOW) {
-        counts[i] = counts[i]! + c;
+        if (full) counts[i] = counts[i]! + c;
         total += c;
       }
     }
