@@ -4,8 +4,8 @@
 // io_poll_delay through the guest agent; the exporter only reads it. Every run gets a freshly started
 // exporter (its model window then holds that run alone), scraped before and after the workload; the
 // exporter is paused during the measured run as in the trixie session (see session.ts scrapedRun).
-import type { Guest, GuestImages, GuestInfo } from './guest.js';
-import type { DriverResult, ExporterStop } from './session.js';
+import type { Guest } from './guest.js';
+import type { DriverResult, ExporterStop, SessionBase } from './session.js';
 import { waitBpfUp } from './session.js';
 import { parsePollStat } from '../../../src/sources/pollStat.js';
 
@@ -53,20 +53,12 @@ export interface LegacyRun {
   exporterStop?: ExporterStop;
 }
 
-export interface LegacySession {
+export interface LegacySession extends SessionBase {
   suite: string;
-  startedAt: string;
-  wallSeconds: number;
-  accel: string;
-  accelWhy: string;
-  images: GuestImages;
-  info: GuestInfo;
-  bootSeconds: number;
   serial: string;
   secs: number;
   exporterArgs: string[];
   runs: LegacyRun[];
-  error?: string;
 }
 
 export interface LegacyOptions {

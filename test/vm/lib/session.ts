@@ -73,7 +73,8 @@ export interface LoaderSnap {
   devs: { dev: string; polled_ios: number }[];
 }
 
-export interface Session {
+/** What every guest session records about its boot, trixie's and the legacy one's. */
+export interface SessionBase {
   startedAt: string;
   wallSeconds: number;
   accel: string;
@@ -81,11 +82,14 @@ export interface Session {
   images: GuestImages;
   info: GuestInfo;
   bootSeconds: number;
+  /** set when the session could not run every workload */
+  error?: string;
+}
+
+export interface Session extends SessionBase {
   exporterArgs: Record<Exclude<Tracing, 'untraced'>, string[]>;
   scenarios: Scenario[];
   runs: RunRecord[];
-  /** set when the session could not run every workload */
-  error?: string;
 }
 
 export interface SessionOptions {
