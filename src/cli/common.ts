@@ -118,13 +118,23 @@ export function addHostOptions(cmd: Command): Command {
       .choices(['auto', 'on', 'off']).default('auto'))
     .option('--bpf.loader <path>', 'path of the BPF loader binary (default: the one built with the package)')
     .option('--bpf.force-tracepoint', 'never use fentry/fexit: measure hybrid polling with the tracepoint-only path (see src/bpf/README.md)')
-    .addOption(parsed('--bpf.timeout <duration>', 'how long one scrape waits for the BPF loader', durationArg, '1s'))
+    .addOption(parsed('--bpf.timeout <duration>', 'how long one scrape waits for the BPF loader', durationArg, '1s'));
+  return addLogOption(addModelOptions(addBpfExpositionOptions(cmd)));
+}
+
+/** How /metrics exposes the eBPF histograms: the host commands and replay take these. */
+export function addBpfExpositionOptions(cmd: Command): Command {
+  return cmd
     .addOption(new Option('--bpf.buckets <keep>', 'histogram bucket boundaries to expose: all (4 per power of two), half, or pow2 (1 per power of two)')
       .choices(['all', 'half', 'pow2']).default('pow2'))
     .addOption(parsed('--bpf.histograms <list>',
       'histograms exposed with all their buckets: comma-separated names (io_latency, poll_spin, …; the metric name without hybridpoll_ and _seconds), all or none; the others expose only le="+Inf" with _sum and _count, to keep series per device low',
       histogramListArg, DEFAULT_FULL_HISTOGRAMS.join(',')));
-  return addLogOption(addModelOptions(cmd));
+}
+
+export function bpfExpositionOf(raw: Raw): { keepEvery: number; fullHistograms: string[] } {
+  const keep = raw['bpf.buckets'] as 'all' | 'half' | 'pow2';
+  return { keepEvery: { all: 1, half: 2, pow2: 4 }[keep], fullHistograms: raw['bpf.histograms'] as string[] };
 }
 
 type Raw = Record<string, unknown>;
@@ -143,7 +153,7 @@ export function hostOptionsOf(raw: Raw, cmd: Command): HostOptions {
       return [c, v ?? !onlyExplicit];
     }),
   ) as Record<CollectorName, boolean>;
-  const keep = raw['bpf.buckets'] as 'all' | 'half' | 'pow2';
+  const exposition = bpfExpositionOf(raw);
   return {
     paths: {
       sysfs: raw['path.sysfs'] as string,
@@ -158,8 +168,8 @@ export function hostOptionsOf(raw: Raw, cmd: Command): HostOptions {
       enable: raw['bpf.enable'] as 'auto' | 'on' | 'off',
       ...(raw['bpf.loader'] ? { loader: raw['bpf.loader'] as string } : {}),
       timeoutMs: (raw['bpf.timeout'] as number) * 1000,
-      bucketsKeepEvery: { all: 1, half: 2, pow2: 4 }[keep],
-      fullHistograms: raw['bpf.histograms'] as string[],
+      bucketsKeepEvery: exposition.keepEvery,
+      fullHistograms: exposition.fullHistograms,
       forceTracepoint: raw['bpf.forceTracepoint'] === true,
     },
     model: { windowSeconds: raw['model.window'] as number, latencyBudget: raw['model.latencyBudget'] as number },

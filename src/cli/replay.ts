@@ -8,7 +8,8 @@ import { SYNTHETIC_RECORDING } from '../record/shipped.js';
 import { openRecording } from '../record/reader.js';
 import { replayReader, type ReplayReader } from '../record/replay.js';
 import { SnapshotEngine } from '../snapshot/engine.js';
-import { addLogOption, addModelOptions, addWebOptions, parsed, positiveNumber, type ListenAddress } from './common.js';
+import type { BpfExposition } from '../metrics/bpf.js';
+import { addBpfExpositionOptions, addLogOption, addModelOptions, addWebOptions, bpfExpositionOf, parsed, positiveNumber, type ListenAddress } from './common.js';
 
 export interface ReplayAppOptions {
   file: string;
@@ -21,6 +22,8 @@ export interface ReplayAppOptions {
   /** wall clock, ms; injectable for tests */
   now?: () => number;
   withProcessMetrics?: boolean;
+  /** --bpf.buckets and --bpf.histograms; default: the exporter's defaults */
+  bpf?: BpfExposition;
 }
 
 export interface RecordingSummary {
@@ -69,6 +72,7 @@ export async function replayApp(o: ReplayAppOptions): Promise<{ app: Express; en
     log: o.log,
     ...(o.withProcessMetrics ? { processMetrics: processRegistry() } : {}),
     ...(o.metricsPath ? { metricsPath: o.metricsPath } : {}),
+    ...(o.bpf ? { bpf: o.bpf } : {}),
   });
   return { app, engine, reader, summary };
 }
@@ -80,7 +84,7 @@ export function replayCommand(): Command {
     .addOption(new Option('--loop', 'start over at the end, with counters continuing upwards (default)'))
     .addOption(new Option('--once', 'play the recording once, then keep serving its last frame').conflicts('loop'))
     .addOption(parsed('--speed <factor>', 'recording seconds per wall-clock second; rates (and the model\'s IOPS and cores) scale with it', positiveNumber, '1'));
-  addLogOption(addModelOptions(addWebOptions(cmd)));
+  addLogOption(addModelOptions(addBpfExpositionOptions(addWebOptions(cmd))));
   cmd.action(async (given: string | undefined, raw: Record<string, unknown>) => {
     const file = given ?? SYNTHETIC_RECORDING;
     const log = createLogger(raw['log.level'] as LogLevel);
@@ -99,6 +103,7 @@ export function replayCommand(): Command {
       log,
       metricsPath: raw['web.telemetryPath'] as string,
       withProcessMetrics: true,
+      bpf: bpfExpositionOf(raw),
     }).catch((e: unknown) => cmd.error(`error: ${e instanceof Error ? e.message : String(e)}`));
     const { app, summary } = built;
     const addr = raw['web.listenAddress'] as ListenAddress;

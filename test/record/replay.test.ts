@@ -173,6 +173,30 @@ describe('replay over HTTP', () => {
     expect(index).toContain('nvme1n1');
   });
 
+  it('exposes the eBPF histograms as --bpf.histograms says: full buckets only for the listed ones', async () => {
+    const bodies: string[] = [];
+    for (const bpf of [undefined, { keepEvery: 4, fullHistograms: ['poll_spin'] }]) {
+      const { app } = await replayApp({ file: SYNTHETIC_RECORDING, loop: true, speed: 1, windowSeconds: 60, latencyBudget: 0.01, log: quiet, now: () => 0, ...(bpf ? { bpf } : {}) });
+      const server = app.listen(0, '127.0.0.1');
+      servers.push(server);
+      await new Promise((r) => server.once('listening', r));
+      bodies.push(await (await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`)).text());
+    }
+    const buckets = (body: string, name: string) => body.split('\n').filter((l) => l.startsWith(`hybridpoll_${name}_seconds_bucket{`)).map((l) => /le="([^"]+)"/.exec(l)![1]);
+    const [byDefault, spinFull] = bodies as [string, string];
+    expect(new Set(buckets(byDefault, 'poll_spin'))).toEqual(new Set(['+Inf']));
+    expect(buckets(spinFull, 'poll_spin').length).toBeGreaterThan(10);
+    expect(buckets(byDefault, 'io_latency').length).toBeGreaterThan(10);
+    expect(new Set(buckets(spinFull, 'io_latency'))).toEqual(new Set(['+Inf']));
+  });
+
+  it('replay takes --bpf.histograms and refuses an unknown name with one error line', () => {
+    const r = spawnSync(process.execPath, ['dist/cli.js', 'replay', '--bpf.histograms', 'poll_spin,nonsense'], { encoding: 'utf8', timeout: 30_000 });
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^error: .*nonsense/);
+  });
+
   it('the hctx counter resets absorbed stay at 0 across a loop (the shift hides the seam)', async () => {
     const file = await record('resets.jsonl', frames());
     let now = 0;
