@@ -44,17 +44,55 @@ export interface PromBucket {
 
 /** Cumulative Prometheus buckets (seconds) of a sparse grid histogram, ending with +Inf = count. */
 export function promBuckets(h: BucketHist, keepEvery: number): PromBucket[] {
-  const counts = new Map<number, number>();
-  for (const [i, c] of h.buckets) counts.set(i, (counts.get(i) ?? 0) + c);
-  const out: PromBucket[] = [];
-  let cum = 0;
-  for (let i = 0; i < OVERFLOW; i++) {
-    cum += counts.get(i) ?? 0;
-    if (exposed(i, keepEvery)) out.push({ le: upperNs(i) / 1e9, count: cum });
-  }
-  out.push({ le: Infinity, count: cum + (counts.get(OVERFLOW) ?? 0) });
+  const { index } = boundariesOf(keepEvery);
+  const { atBoundary, inf } = cumulativeCounts(h, index);
+  const out: PromBucket[] = index.map((i, j) => ({ le: upperNs(i) / 1e9, count: atBoundary[j]! }));
+  out.push({ le: Infinity, count: inf });
   checkPromBuckets(out, h.count);
   return out;
+}
+
+/** Exposed bucket indices and their `le` strings for a keepEvery, computed once. */
+const boundaries = new Map<number, { index: number[]; le: string[] }>();
+function boundariesOf(keepEvery: number): { index: number[]; le: string[] } {
+  let b = boundaries.get(keepEvery);
+  if (!b) {
+    b = { index: [], le: [] };
+    for (let i = 0; i < OVERFLOW; i++) {
+      if (exposed(i, keepEvery)) {
+        b.index.push(i);
+        b.le.push(String(upperNs(i) / 1e9));
+      }
+    }
+    boundaries.set(keepEvery, b);
+  }
+  return b;
+}
+
+const scratch = new Float64Array(OVERFLOW + 1);
+
+/**
+ * The cumulative count at each of `index` (exposed boundaries, ascending) and at +Inf (every
+ * bucket, overflow included). An index off the grid counts nowhere, so +Inf then differs from
+ * _count and the callers' check throws. No allocation per bucket: the scrape's hot path.
+ */
+function cumulativeCounts(h: BucketHist, index: readonly number[]): { atBoundary: number[]; inf: number } {
+  if (index.length > 0) scratch.fill(0);
+  let inf = 0;
+  for (const [i, c] of h.buckets) {
+    if (i >= 0 && i <= OVERFLOW) {
+      if (index.length > 0) scratch[i] = scratch[i]! + c;
+      inf += c;
+    }
+  }
+  const atBoundary: number[] = [];
+  let cum = 0;
+  let k = 0;
+  for (const i of index) {
+    for (; k <= i; k++) cum += scratch[k]!;
+    atBoundary.push(cum);
+  }
+  return { atBoundary, inf };
 }
 
 /** The Prometheus histogram invariants; a violation is a bug, reported with the offending bucket. */
@@ -120,54 +158,20 @@ export function parseHistogramList(v: string): string[] {
   return HISTOGRAM_NAMES.filter((x) => items.includes(x));
 }
 
-/** Exposed bucket indices and their `le` strings for a keepEvery, computed once. */
-const boundaries = new Map<number, { index: number[]; le: string[] }>();
-function boundariesOf(keepEvery: number): { index: number[]; le: string[] } {
-  let b = boundaries.get(keepEvery);
-  if (!b) {
-    b = { index: [], le: [] };
-    for (let i = 0; i < OVERFLOW; i++) {
-      if (exposed(i, keepEvery)) {
-        b.index.push(i);
-        b.le.push(String(upperNs(i) / 1e9));
-      }
-    }
-    boundaries.set(keepEvery, b);
-  }
-  return b;
-}
-
 /**
- * One histogram family. With `full`, the buckets of promBuckets (same boundaries and counts, built
- * without a Map, a PromBucket or an object spread per sample); without, only le="+Inf" (= _count)
+ * One histogram family. With `full`, the buckets of promBuckets (the same cumulativeCounts, with
+ * `le` strings made once and no PromBucket per sample); without, only le="+Inf" (= _count)
  * with _sum and _count: still a valid histogram, ~33 fewer series per device at pow2.
  */
 function histogramFamily(name: string, help: string, series: { device: string; h: BucketHist }[], keepEvery: number, full: boolean): MetricFamily {
   const samples: Sample[] = [];
   const { index, le } = boundariesOf(keepEvery);
-  const counts = new Float64Array(OVERFLOW + 1);
   for (const { device, h } of series) {
-    if (full) counts.fill(0);
-    let total = 0;
-    for (const [i, c] of h.buckets) {
-      // as promBuckets: an index off the grid counts nowhere, and then +Inf ≠ _count throws below
-      if (i >= 0 && i <= OVERFLOW) {
-        if (full) counts[i] = counts[i]! + c;
-        total += c;
-      }
-    }
-    if (full) {
-      let cum = 0;
-      let k = 0;
-      for (let j = 0; j < index.length; j++) {
-        const i = index[j]!;
-        for (; k <= i; k++) cum += counts[k]!;
-        samples.push({ labels: { device, le: le[j]! }, value: cum, suffix: '_bucket' });
-      }
-    }
-    // +Inf is every bucket, overflow included; it must equal _count (checkPromBuckets' invariant).
-    if (total !== h.count) checkPromBuckets([{ le: Infinity, count: total }], h.count);
-    samples.push({ labels: { device, le: '+Inf' }, value: total, suffix: '_bucket' });
+    const { atBoundary, inf } = cumulativeCounts(h, full ? index : []);
+    atBoundary.forEach((value, j) => samples.push({ labels: { device, le: le[j]! }, value, suffix: '_bucket' }));
+    // +Inf must equal _count (checkPromBuckets' invariant).
+    if (inf !== h.count) checkPromBuckets([{ le: Infinity, count: inf }], h.count);
+    samples.push({ labels: { device, le: '+Inf' }, value: inf, suffix: '_bucket' });
     const labels: Labels = { device };
     samples.push({ labels, value: h.sumNs / 1e9, suffix: '_sum' });
     samples.push({ labels, value: h.count, suffix: '_count' });
