@@ -87,6 +87,12 @@ export interface BpfStatus {
   mode: 'auto' | 'on' | 'off';
   /** running: loader up; disabled: mode off or auto without privileges; failed: tried and failed */
   state: 'running' | 'disabled' | 'failed' | 'starting';
+  /** why, as one of a fixed set: the metric label (free text would make a new series per message) */
+  cause: BpfCause;
+  /** why, in words (log line and the / page) */
   reason: string;
   loaderRestarts: number;
 }
+
+export const BPF_CAUSES = ['ok', 'loading', 'restarting', 'loader_down', 'disabled_by_flag', 'not_privileged', 'no_btf', 'no_loader', 'loader_unusable'] as const;
+export type BpfCause = (typeof BPF_CAUSES)[number];

@@ -232,8 +232,8 @@ function selfFamilies(s: Snapshot): MetricFamily[] {
   const programs = Object.entries(bpf?.programs ?? {});
   return [
     family('bpf_up', 'gauge', '1 while the BPF loader runs and answers.', [bpf !== undefined && st.state === 'running'], (up) => ({ labels: {}, value: up ? 1 : 0 })),
-    family('bpf_status_info', 'gauge', 'State of the BPF collector and why (running, starting, disabled, failed). Always 1.',
-      [st], (x) => ({ labels: { state: x.state, reason: x.reason }, value: 1 })),
+    family('bpf_status_info', 'gauge', 'State of the BPF collector (running, starting, disabled, failed) and why, as a fixed code (the words are in the log). Always 1.',
+      [st], (x) => ({ labels: { state: x.state, reason: x.cause }, value: 1 })),
     family('bpf_program_attached', 'gauge', '1 if that BPF program is attached.', programs, ([p, v]) => ({ labels: { program: p }, value: v.attached ? 1 : 0 })),
     family('bpf_poll_path_info', 'gauge', 'Poll path in use: fentry, tracepoint or none. Always 1.', bpf ? [bpf.pollPath] : [], (p) => ({ labels: { path: p }, value: 1 })),
     family('bpf_loader_restarts_total', 'counter', 'BPF loader restarts after it died or hung.', [st.loaderRestarts], (n) => ({ labels: {}, value: n })),
