@@ -15,7 +15,7 @@ import { allChecks, bpfCost, noiseFloor } from './lib/checks.js';
 import { Guest } from './lib/guest.js';
 import { buildAll, labOptionsFromEnv, loadSession, NVME, RESULTS, runLab, recordAll } from './lib/lab.js';
 import { checksTable } from './lib/table.js';
-import { allLegacyChecks, legacyTable } from './lib/legacy-checks.js';
+import { allLegacyChecks, legacyBpfCost, legacyTable } from './lib/legacy-checks.js';
 import { LATEST_LEGACY, LEGACY_SUITE, legacyOptionsFromEnv, recordLegacy, runLegacyLab } from './lib/legacy-lab.js';
 import type { LegacySession } from './lib/legacy.js';
 
@@ -37,6 +37,7 @@ async function main(): Promise<void> {
         const session = JSON.parse(readFileSync(file, 'utf8')) as LegacySession;
         if (session.error) console.log(`session stopped early: ${session.error}\n`);
         console.log(`${checksTable(allLegacyChecks(session))}\n\n${legacyTable(session)}`);
+        console.log(`\nBPF programs' own CPU (kernel.bpf_stats_enabled=1, tracepoint path):\n${legacyBpfCost(session).map((l) => `- ${l}`).join('\n')}`);
         return;
       }
       const session = loadSession(cmd === 'run' ? await runLab(labOptionsFromEnv()) : (arg ?? join(RESULTS, 'latest.json')));

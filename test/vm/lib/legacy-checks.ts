@@ -38,6 +38,8 @@ export interface LegacyFigures {
   currentSleep: number | undefined;
   optimalSleep: number | undefined;
   wastedCores: number | undefined;
+  /** run time of BPF programs over the run (kernel.bpf_stats_enabled), by program label */
+  programSeconds: Record<string, number>;
   /** the poller */
   cpuPerIo: number;
   waitCpuPerIo: number | undefined;
@@ -89,6 +91,10 @@ export function legacyFigures(r: LegacyRun): LegacyFigures {
     currentSleep: value(a, 'hybridpoll_current_sleep_seconds', dev),
     optimalSleep: value(a, 'hybridpoll_optimal_sleep_seconds', dev),
     wastedCores: value(a, 'hybridpoll_wasted_cpu_cores', dev),
+    programSeconds: Object.fromEntries(select(a, 'hybridpoll_bpf_program_run_seconds_total').map((x) => {
+      const program = x.labels.program ?? '?';
+      return [program, delta(b, a, 'hybridpoll_bpf_program_run_seconds_total', { program }) ?? 0];
+    })),
     cpuPerIo: p.ios > 0 ? p.cpuSeconds / p.ios : NaN,
     waitCpuPerIo: p.waitCpuSeconds !== undefined && p.ios > 0 ? p.waitCpuSeconds / p.ios : undefined,
     cpuUtil: p.cpuSeconds / p.wallSeconds,
@@ -250,6 +256,17 @@ export function allLegacyChecks(s: LegacySession): LegacyCheck[] {
   const figs = s.runs.map(legacyFigures);
   const workloads = [...new Set(s.runs.map((r) => r.workload))];
   return workloads.flatMap((w) => legacyChecks(figs, w, s.accel));
+}
+
+/** Not a check: the BPF programs' CPU per polled I/O of every run (kernel.bpf_stats_enabled). */
+export function legacyBpfCost(s: LegacySession): string[] {
+  return s.runs.map(legacyFigures).map((f) => {
+    const per = Object.entries(f.programSeconds).filter(([, sec]) => sec > 0);
+    const total = per.reduce((t, [, sec]) => t + sec, 0);
+    const ios = f.run.poller.ios;
+    const detail = per.map(([p, sec]) => `${p} ${((sec / ios) * 1e9).toFixed(0)} ns`).join(', ');
+    return `${f.run.workload} ${f.run.delay}: ${((total / ios) * 1e6).toFixed(2)} µs per I/O = ${((total / f.run.poller.cpuSeconds) * 100).toFixed(1)}% of the poller's CPU (per I/O: ${detail || 'no run time: bpf_stats off'})`;
+  });
 }
 
 const cell = (x: string) => x.replace(/\|/g, '\\|');
