@@ -196,7 +196,7 @@ function timingFamilies(bpf: BpfSnapshot, names: Map<string, string>, o: BpfExpo
     out.push(family(name, 'counter', help, devs, ([dev, c]) => (c[key] !== undefined ? { labels: { device: label(dev) }, value: c[key]! } : undefined)));
   }
   // Spin of loops that slept (aux0 ns, aux1 loops of the spin histogram): what both poll paths
-  // measure alike, wake-up → completion; the tracepoint path sees no spin without a sleep.
+  // measure alike, wake-up → completion (the spin histogram's definitions differ per path).
   const spins = bpf.devices.flatMap((d) => (d.hists.spin ? [{ dev: d.dev, h: d.hists.spin }] : []));
   out.push(
     family('poll_spin_after_sleep_seconds_total', 'counter', 'Spin of poll loops that slept, from the wake-up to the poll that found the completion (the tracepoint path: to the completion event).',
