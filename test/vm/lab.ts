@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { accelFacts, chooseAccel } from './lib/accel.js';
-import { allChecks, bpfCost, noiseFloor } from './lib/checks.js';
+import { allChecks, bpfCost, noiseFloor, tracepointCpu } from './lib/checks.js';
 import { Guest } from './lib/guest.js';
 import { buildAll, labOptionsFromEnv, loadSession, NVME, RESULTS, runLab, recordAll } from './lib/lab.js';
 import { checksTable } from './lib/table.js';
@@ -44,6 +44,8 @@ async function main(): Promise<void> {
       console.log(checksTable(allChecks(session)));
       const noise = noiseFloor(session);
       if (noise.length) console.log(`\nBaseline noise (same boot, untraced):\n${noise.map((l) => `- ${l}`).join('\n')}`);
+      const tp = tracepointCpu(session);
+      if (tp.length) console.log(`\nTracepoint path, busy-window CPU vs the poller's (not a check):\n${tp.map((l) => `- ${l}`).join('\n')}`);
       const cost = bpfCost(session);
       if (cost.length) console.log(`\nBPF programs' own CPU (kernel.bpf_stats_enabled=1, fentry path):\n${cost.map((l) => `- ${l}`).join('\n')}`);
       return;
