@@ -737,6 +737,7 @@ int BPF_PROG(hp_iopoll_out, struct io_ring_ctx *rctx, bool force_nonspin, int re
 	if (!r) {
 		struct ring_st z = { .tgid = bpf_get_current_pid_tgid() >> 32 };
 
+		z.flags = rctx->flags; /* fixed at io_uring_setup */
 		bpf_get_current_comm(z.comm, sizeof(z.comm));
 		bpf_map_update_elem(&rings, &key, &z, BPF_NOEXIST);
 		r = bpf_map_lookup_elem(&rings, &key);
@@ -745,9 +746,8 @@ int BPF_PROG(hp_iopoll_out, struct io_ring_ctx *rctx, bool force_nonspin, int re
 	}
 	r->passes++;
 	r->sleeps += st->pass_sleeps;
-	r->flags = rctx->flags;
 	if (bpf_core_field_exists(rctx->hybrid_poll_time))
-		r->hpt = BPF_CORE_READ(rctx, hybrid_poll_time);
+		r->hpt = rctx->hybrid_poll_time;
 	else
 		r->hpt = ~0ULL;
 	return 0;
@@ -759,21 +759,26 @@ SEC("fentry/io_uring_classic_poll")
 int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsigned int poll_flags)
 {
 	struct task_st *st = task_get((u32)bpf_get_current_pid_tgid(), false);
-	u64 now = bpf_ktime_get_ns();
 
 	if (!st || !st->in_pass)
 		return 0;
 	st->dev = file_dev(req->file);
-	st->t_cp = now;
 	st->in_cp = 1;
 	ctr_inc(C_CPOLL);
+	/* Runs once per request per pass. A loop with no sleep needs nothing else here: its found
+	 * time and the call lengths only serve the spin after a sleep and the classification of
+	 * slept requests (classic polling then costs one lookup and a few stores) */
+	if (!st->t_sleep && !st->loop_woke)
+		return 0;
+	st->t_cp = bpf_ktime_get_ns();
 	if (st->t_sleep) {
 		/* the sleep inlined in io_do_iopoll belongs to this request */
 		struct hist *h = flush_sleep(st, st->dev);
 
-		/* the sleep the kernel computed: ctx->hybrid_poll_time / 2, not yet updated */
+		/* the sleep the kernel computed: ctx->hybrid_poll_time / 2, not yet updated (req and its
+		 * ctx are BTF pointers here: direct loads, no probe-read helper calls) */
 		if (h && bpf_core_field_exists(((struct io_ring_ctx *)0)->hybrid_poll_time)) {
-			u64 hpt = BPF_CORE_READ(req, ctx, hybrid_poll_time);
+			u64 hpt = req->ctx->hybrid_poll_time;
 
 			if (hpt && hpt < 0x7fffffffffffffffULL) {
 				__sync_fetch_and_add(&h->aux0, hpt / 2);
@@ -782,7 +787,7 @@ int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsig
 		}
 		st->slept_req = (u64)req;
 		/* 7.0+ unions iopoll_start with the task_work a completion writes: read it now */
-		st->issued = bpf_core_field_exists(req->iopoll_start) ? BPF_CORE_READ(req, iopoll_start) : 0;
+		st->issued = bpf_core_field_exists(req->iopoll_start) ? req->iopoll_start : 0;
 		st->polls = 0;
 		st->t_woke = st->t_on ? st->t_on : st->t_sleep;
 		st->loop_woke = st->t_woke;
@@ -800,7 +805,7 @@ int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsi
 	     int ret)
 {
 	struct task_st *st = task_get((u32)bpf_get_current_pid_tgid(), false);
-	u64 now = bpf_ktime_get_ns(), d;
+	u64 now, d;
 	struct dev_calib *cal;
 	struct dev_ctr *dc;
 	bool slept_through, exact = true;
@@ -809,12 +814,16 @@ int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsi
 	if (!st || !st->in_cp)
 		return 0;
 	st->in_cp = 0;
+	/* only loops that slept use what follows (see hp_cpoll_in) */
+	if (ret <= 0 || !st->loop_woke)
+		return 0;
+	now = bpf_ktime_get_ns();
 	dev = st->dev;
 	d = now - st->t_cp;
-	if (ret <= 0)
-		return 0;
 	if (st->t_found <= st->loop_woke)
 		st->t_found = now;
+	/* the shortest call that found a completion after a sleep: a first look at a queue whose
+	 * completion was already there */
 	cal = calib_get(dev);
 	if (cal && (!cal->min_found_ns || d < cal->min_found_ns))
 		cal->min_found_ns = d;
