@@ -77,6 +77,22 @@ struct {
 	__type(value, struct hist);
 } zero_hist SEC(".maps");
 
+/* fentry path, per device: all its series in one value (hpoll.h), atomic adds as in `hists`.
+ * Preallocated: 64 devices x 11.8 KB; a device beyond them uses `hists`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, u32);
+	__type(value, struct dev_hists);
+} fdev SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct dev_hists);
+} zero_fdev SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 256);
@@ -119,7 +135,6 @@ struct task_st {
 	u64 t_found;      /* fentry: first classic_poll that found a completion after loop_woke */
 	u64 t_cp;         /* fentry: io_uring_classic_poll entry */
 	u64 t_woke;       /* fentry: wake-up of the slept request (switch-in, or sleep start) */
-	u64 ctx;          /* fentry: ring of the current pass */
 	u64 slept_req;    /* fentry: io_kiocb that slept and is not yet found */
 	u64 issued;       /* fentry: its req->iopoll_start, read before it can complete */
 	u32 inflight;     /* tracepoint path: polled requests issued, not yet completed here */
@@ -773,6 +788,73 @@ int BPF_PROG(hp_task_exit_rt, struct task_struct *p)
 
 /* ------------------------------------------------------- io_uring poll path (fentry/fexit) */
 
+/* The device's block of series in `fdev`, created on first use; NULL when the map is full (then
+ * fhist_add falls back to `hists`). */
+static __always_inline struct dev_hists *fdev_get(u32 dev)
+{
+	struct dev_hists *d = bpf_map_lookup_elem(&fdev, &dev);
+	u32 z = 0;
+
+	if (d)
+		return d;
+	d = bpf_map_lookup_elem(&zero_fdev, &z);
+	if (!d)
+		return NULL;
+	bpf_map_update_elem(&fdev, &dev, d, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&fdev, &dev);
+}
+
+/* hist_add into a device block: no lookup per kind */
+static __always_inline struct hist *fhist_add(struct dev_hists *d, u32 dev, u32 kind, u64 v)
+{
+	struct hist *h;
+	u64 idx;
+
+	if (!d)
+		return hist_add(dev, kind, v);
+	if (kind >= HK_MAX)
+		return NULL;
+	h = &d->h[kind];
+	idx = bucket_of(v);
+	barrier_var(idx);
+	if (idx >= HP_NB)
+		return h;
+	__sync_fetch_and_add(&h->slots[idx], 1);
+	__sync_fetch_and_add(&h->sum, v);
+	return h;
+}
+
+/* flush_sleep and record_found of the fentry path, on a device block (the tracepoint path keeps
+ * its own, which add to `hists`) */
+static __always_inline struct hist *fflush_sleep(struct task_st *st, struct dev_hists *d, u32 dev)
+{
+	struct hist *h = fhist_add(d, dev, HK_SLEEP_REQ, st->req_sleep);
+
+	if (st->t_off && st->t_on > st->t_off) {
+		u64 elapsed = st->t_on - st->t_sleep;
+
+		fhist_add(d, dev, HK_OFFCPU, st->t_on - st->t_off);
+		fhist_add(d, dev, HK_WAKE_OVH, elapsed > st->req_sleep ? elapsed - st->req_sleep : 0);
+		if (st->t_wake && st->t_on > st->t_wake)
+			fhist_add(d, dev, HK_WAKE_LAT, st->t_on - st->t_wake);
+	}
+	return h;
+}
+
+static __always_inline void frecord_found(struct dev_hists *d, u32 dev, struct dev_calib *cal,
+					  bool slept_through, u64 found, u64 issued, u64 woke)
+{
+	if (slept_through) {
+		fhist_add(d, dev, HK_FOUND_SLEPT, found);
+		if (cal && cal->min_dev_ns && woke > issued + cal->min_dev_ns)
+			fhist_add(d, dev, HK_OVERSLEEP_UB, woke - (issued + cal->min_dev_ns));
+	} else {
+		fhist_add(d, dev, HK_DEV_SPUN, found);
+		if (cal && (!cal->min_dev_ns || found < cal->min_dev_ns))
+			cal->min_dev_ns = found;
+	}
+}
+
 SEC("fentry/io_do_iopoll")
 int BPF_PROG(hp_iopoll_in, struct io_ring_ctx *rctx)
 {
@@ -782,7 +864,6 @@ int BPF_PROG(hp_iopoll_in, struct io_ring_ctx *rctx)
 		return 0;
 	st->in_pass = 1;
 	st->in_cp = 0;
-	st->ctx = (u64)rctx;
 	st->pass_sleeps = 0;
 	/* io_iopoll_check (inlined into the syscall, not traceable) calls io_do_iopoll until a pass
 	 * finds completions: the loop runs from the first pass's entry to that pass's exit */
@@ -809,10 +890,11 @@ int BPF_PROG(hp_iopoll_out, struct io_ring_ctx *rctx, bool force_nonspin, int re
 		/* The loop ends: its wall time, and its on-CPU time after the last wake-up as spin (all of
 		 * it when nothing slept). The on-CPU time before the sleep is what the model's c_sw is
 		 * made of: iopoll - offcpu - spin. */
+		struct dev_hists *d = fdev_get(st->dev);
 		struct hist *h;
 
-		hist_add(st->dev, HK_IOPOLL, now - st->t_loop);
-		h = hist_add(st->dev, HK_SPIN, now - (st->loop_woke ? st->loop_woke : st->t_loop));
+		fhist_add(d, st->dev, HK_IOPOLL, now - st->t_loop);
+		h = fhist_add(d, st->dev, HK_SPIN, now - (st->loop_woke ? st->loop_woke : st->t_loop));
 		if (h && st->loop_woke) {
 			/* wake-up -> completion found: what the tracepoint path can time too (reaping after
 			 * it stays in the spin histogram, not in this sum) */
@@ -827,6 +909,7 @@ int BPF_PROG(hp_iopoll_out, struct io_ring_ctx *rctx, bool force_nonspin, int re
 	if (!r) {
 		struct ring_st z = { .tgid = bpf_get_current_pid_tgid() >> 32 };
 
+		z.flags = rctx->flags; /* fixed at io_uring_setup */
 		bpf_get_current_comm(z.comm, sizeof(z.comm));
 		bpf_map_update_elem(&rings, &key, &z, BPF_NOEXIST);
 		r = bpf_map_lookup_elem(&rings, &key);
@@ -835,9 +918,8 @@ int BPF_PROG(hp_iopoll_out, struct io_ring_ctx *rctx, bool force_nonspin, int re
 	}
 	r->passes++;
 	r->sleeps += st->pass_sleeps;
-	r->flags = rctx->flags;
 	if (bpf_core_field_exists(rctx->hybrid_poll_time))
-		r->hpt = BPF_CORE_READ(rctx, hybrid_poll_time);
+		r->hpt = rctx->hybrid_poll_time;
 	else
 		r->hpt = ~0ULL;
 	return 0;
@@ -849,21 +931,26 @@ SEC("fentry/io_uring_classic_poll")
 int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsigned int poll_flags)
 {
 	struct task_st *st = task_get((u32)bpf_get_current_pid_tgid(), false);
-	u64 now = bpf_ktime_get_ns();
 
 	if (!st || !st->in_pass)
 		return 0;
 	st->dev = file_dev(req->file);
-	st->t_cp = now;
 	st->in_cp = 1;
 	ctr_inc(C_CPOLL);
+	/* Runs once per request per pass. A loop with no sleep needs nothing else here: its found
+	 * time and the call lengths only serve the spin after a sleep and the classification of
+	 * slept requests (classic polling then costs one lookup and a few stores) */
+	if (!st->t_sleep && !st->loop_woke)
+		return 0;
+	st->t_cp = bpf_ktime_get_ns();
 	if (st->t_sleep) {
 		/* the sleep inlined in io_do_iopoll belongs to this request */
-		struct hist *h = flush_sleep(st, st->dev);
+		struct hist *h = fflush_sleep(st, fdev_get(st->dev), st->dev);
 
-		/* the sleep the kernel computed: ctx->hybrid_poll_time / 2, not yet updated */
+		/* the sleep the kernel computed: ctx->hybrid_poll_time / 2, not yet updated (req and its
+		 * ctx are BTF pointers here: direct loads, no probe-read helper calls) */
 		if (h && bpf_core_field_exists(((struct io_ring_ctx *)0)->hybrid_poll_time)) {
-			u64 hpt = BPF_CORE_READ(req, ctx, hybrid_poll_time);
+			u64 hpt = req->ctx->hybrid_poll_time;
 
 			if (hpt && hpt < 0x7fffffffffffffffULL) {
 				__sync_fetch_and_add(&h->aux0, hpt / 2);
@@ -872,7 +959,7 @@ int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsig
 		}
 		st->slept_req = (u64)req;
 		/* 7.0+ unions iopoll_start with the task_work a completion writes: read it now */
-		st->issued = bpf_core_field_exists(req->iopoll_start) ? BPF_CORE_READ(req, iopoll_start) : 0;
+		st->issued = bpf_core_field_exists(req->iopoll_start) ? req->iopoll_start : 0;
 		st->polls = 0;
 		st->t_woke = st->t_on ? st->t_on : st->t_sleep;
 		st->loop_woke = st->t_woke;
@@ -890,7 +977,7 @@ int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsi
 	     int ret)
 {
 	struct task_st *st = task_get((u32)bpf_get_current_pid_tgid(), false);
-	u64 now = bpf_ktime_get_ns(), d;
+	u64 now, d;
 	struct dev_calib *cal;
 	struct dev_ctr *dc;
 	bool slept_through, exact = true;
@@ -899,12 +986,16 @@ int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsi
 	if (!st || !st->in_cp)
 		return 0;
 	st->in_cp = 0;
+	/* only loops that slept use what follows (see hp_cpoll_in) */
+	if (ret <= 0 || !st->loop_woke)
+		return 0;
+	now = bpf_ktime_get_ns();
 	dev = st->dev;
 	d = now - st->t_cp;
-	if (ret <= 0)
-		return 0;
 	if (st->t_found <= st->loop_woke)
 		st->t_found = now;
+	/* the shortest call that found a completion after a sleep: a first look at a queue whose
+	 * completion was already there */
 	cal = calib_get(dev);
 	if (cal && (!cal->min_found_ns || d < cal->min_found_ns))
 		cal->min_found_ns = d;
@@ -922,7 +1013,7 @@ int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsi
 		slept_through = !cal || d * 100 <= cal->min_found_ns * calib_pct;
 	}
 	if (st->issued && st->issued < now)
-		record_found(dev, cal, slept_through, now - st->issued, st->issued, st->t_woke);
+		frecord_found(fdev_get(dev), dev, cal, slept_through, now - st->issued, st->issued, st->t_woke);
 	dc = dev_ctr_get(dev);
 	if (dc) {
 		if (exact)

@@ -58,6 +58,13 @@ static inline __u32 hp_rq_slot(__u32 dev)
 	return (dev * 2654435761u) >> 27; /* top 5 bits: 0..HP_RQ_SLOTS-1 */
 }
 
+/* fentry path: every histogram of one device in one map value (the `fdev` map), so that a poll
+ * program finds all it adds to with one lookup instead of one per kind. The loader merges them with
+ * the `hists` map (a device without a block, when `fdev` is full, uses `hists`). */
+struct dev_hists {
+	struct hist h[HK_MAX];
+};
+
 /* Per device, per CPU: counters that are not histogram counts. */
 struct dev_ctr {
 	__u64 polled_ios;       /* polled requests completed */

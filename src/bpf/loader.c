@@ -387,6 +387,9 @@ static struct hpoll *attempt(bool issue_arg1)
 	skel->rodata->issue_arg1 = issue_arg1;
 	skel->rodata->test_tgid = opt.test_tgid;
 	skel->rodata->calib_pct = opt.calib_pct;
+	/* the per-device blocks of the fentry path (11.8 KB each, preallocated) are unused otherwise */
+	if (!fentry)
+		bpf_map__set_max_entries(skel->maps.fdev, 1);
 	bpf_object__for_each_program(p, skel->obj) {
 		struct logical *l = find_prog(bpf_program__name(p), &vi);
 
@@ -462,7 +465,8 @@ static bool pid_alive(__u32 pid)
 	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
 }
 
-/* histograms from the shared hists map plus the per-CPU rq_lat slots, summed */
+/* histograms from the shared hists map, the fentry path's device blocks and the per-CPU rq_lat
+ * slots, summed */
 struct agg {
 	struct hist_key key;
 	struct hist h;
@@ -497,6 +501,37 @@ static void hist_addto(struct hist *dst, const struct hist *src)
 	dst->aux1 += src->aux1;
 }
 
+static bool hist_empty(const struct hist *h)
+{
+	for (int i = 0; i < HP_NB; i++)
+		if (h->slots[i])
+			return false;
+	return true;
+}
+
+/* the fentry path's device blocks: a kind that never got a sample is no series (as in `hists`,
+ * where an entry appears with its first sample) */
+static void collect_fdev(struct hpoll *skel)
+{
+	int fd = bpf_map__fd(skel->maps.fdev);
+	struct dev_hists *v = malloc(sizeof(*v));
+	__u32 key, *prev = NULL;
+	struct hist *a;
+
+	while (v && bpf_map_get_next_key(fd, prev, &key) == 0) {
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, v))
+			continue;
+		for (__u32 kind = 0; kind < HK_MAX; kind++) {
+			struct hist_key hk = { .dev = key, .kind = kind };
+
+			if (!hist_empty(&v->h[kind]) && (a = agg_for(hk)))
+				hist_addto(a, &v->h[kind]);
+		}
+	}
+	free(v);
+}
+
 static void collect_hists(struct hpoll *skel)
 {
 	int fd = bpf_map__fd(skel->maps.hists), sfd = bpf_map__fd(skel->maps.rq_slots);
@@ -523,6 +558,7 @@ static void collect_hists(struct hpoll *skel)
 		}
 	}
 	free(vals);
+	collect_fdev(skel);
 }
 
 static void dump_hists(struct hpoll *skel)
@@ -744,6 +780,7 @@ static void prune_gone(struct hpoll *skel)
 {
 	int hfd = bpf_map__fd(skel->maps.hists), cfd = bpf_map__fd(skel->maps.dev_ctrs);
 	int kfd = bpf_map__fd(skel->maps.calib), sfd = bpf_map__fd(skel->maps.rq_slots);
+	int ffd = bpf_map__fd(skel->maps.fdev);
 	size_t ssz = (sizeof(struct rq_slot) + 7) & ~7UL;
 	struct hist_key hk, *hprev = NULL, del[HK_MAX * MAX_GONE];
 	struct devset d = { .nseen = 0 };
@@ -759,8 +796,8 @@ static void prune_gone(struct hpoll *skel)
 		hprev = &hk;
 		consider(&d, hk.dev);
 	}
-	for (int m = 0; m < 2; m++) {
-		int fd = m ? kfd : cfd;
+	for (int m = 0; m < 3; m++) {
+		int fd = m == 2 ? ffd : m ? kfd : cfd;
 
 		prev32 = NULL;
 		while (bpf_map_get_next_key(fd, prev32, &key32) == 0) {
@@ -788,6 +825,7 @@ static void prune_gone(struct hpoll *skel)
 	for (int g = 0; g < d.ngone; g++) {
 		bpf_map_delete_elem(cfd, &d.gone[g]);
 		bpf_map_delete_elem(kfd, &d.gone[g]);
+		bpf_map_delete_elem(ffd, &d.gone[g]);
 	}
 	/* a slot index holds different devices on different CPUs: free only the gone device's copies */
 	for (__u32 k = 0; vals && k < HP_RQ_SLOTS; k++) {

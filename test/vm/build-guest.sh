@@ -10,7 +10,9 @@
 # Progress goes to stderr; the last line on stdout is a JSON manifest of the images.
 #
 #   test/vm/build-guest.sh [trixie|bullseye]     (package list: guest/packages-SUITE.txt)
-# Env: HPVM_CACHE (cache dir), MIRROR (default: the host's apt mirror), HPVM_LOADER (BPF loader path).
+# Env: HPVM_CACHE (cache dir), MIRROR (default: the host's apt mirror), HPVM_LOADER (BPF loader path),
+#      HPVM_LOADER_VARIANTS (a directory of other loader builds, put under bin/variants/ for
+#      guest/loader-ab.mjs to compare in one boot).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -125,7 +127,12 @@ cp -a "$ROOT/dist" "$ROOT/package.json" "$STAGE/app/"
 done
 install -m755 "$ROOT/build/hpdrive/hpdrive" "$STAGE/bin/hpdrive"
 if [ -x "$LOADER" ]; then install -m755 "$LOADER" "$STAGE/bin/hybridpoll-bpf"; else log "note: no BPF loader at $LOADER (run npm run build:bpf): the guest exporter runs without BPF"; fi
-cp "$HERE"/guest/init.sh "$HERE"/guest/agent.mjs "$STAGE/guest/"
+if [ -n "${HPVM_LOADER_VARIANTS:-}" ]; then
+  mkdir -p "$STAGE/bin/variants"
+  install -m755 "$HPVM_LOADER_VARIANTS"/* "$STAGE/bin/variants/"
+  log "loader variants: $(ls "$STAGE/bin/variants" | tr '\n' ' ')"
+fi
+cp "$HERE"/guest/init.sh "$HERE"/guest/agent.mjs "$HERE"/guest/loader-ab.mjs "$STAGE/guest/"
 # A guest whose Debian has no usable nodejs (bullseye: 12; the exporter needs >= 20) runs the
 # host's node binary from the project disk (Debian/NodeSource builds need glibc 2.28 and libstdc++6).
 if ! grep -qx -e nodejs -e bpo:nodejs "$PKGS"; then
