@@ -143,6 +143,11 @@ async function start(kind, host, devices, o = {}) {
   const listening = await waitFor(async () => ((await fetch(url)).status === 200 ? performance.now() - t0 : undefined), `${kind} to listen`);
   const wantBpf = isOurs(kind) && (IS_ROOT || o.realLoader);
   const ready = wantBpf ? await waitFor(async () => ((await (await fetch(url)).text()).includes('hybridpoll_bpf_up 1') ? performance.now() - t0 : undefined), 'BPF data', 60_000) : listening;
+  // The model needs two BPF readings: with the refresh loop its families appear one interval after
+  // the loader is up. Measure the full body (not counted in the startup columns).
+  if (wantBpf && !o.realLoader && OURS.has(kind) && OURS.get(kind).interval !== '0') {
+    await waitFor(async () => (await (await fetch(url)).text()).includes('hybridpoll_optimal_sleep_seconds{'), 'model output', 120_000);
+  }
   return {
     pid: proc.pid,
     url,
