@@ -41,6 +41,8 @@ export class Refresher implements SnapshotSource {
   private running = false;
   /** a refresh was asked for while one ran: run another when it ends */
   private again = false;
+  /** scrapes waiting for a first snapshot after the first refresh failed: settled by the next one */
+  private waiting?: { resolve: (s: Snapshot) => void; reject: (e: unknown) => void };
 
   constructor(private readonly o: RefresherOptions) {
     if (!(o.intervalMs > 0)) throw new Error('refresh interval must be > 0 ms');
@@ -110,8 +112,6 @@ export class Refresher implements SnapshotSource {
     p.catch(() => {});
     return p;
   }
-
-  private waiting?: { resolve: (s: Snapshot) => void; reject: (e: unknown) => void };
 
   /** The next tick on the grid startedAt + k·interval; ticks missed meanwhile are skipped. */
   private schedule(): void {
