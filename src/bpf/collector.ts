@@ -13,7 +13,7 @@ import { RestartAccumulator } from './accumulate.js';
 import { LoaderClient } from './client.js';
 import { toBpfSnapshot } from './protocol.js';
 import type { BpfSource } from './source.js';
-import type { BpfSnapshot, BpfStatus } from './types.js';
+import type { BpfCause, BpfSnapshot, BpfStatus } from './types.js';
 
 /** The loader built by `npm run build:bpf`, relative to this module (src/bpf or dist/bpf). */
 export const DEFAULT_LOADER = fileURLToPath(new URL('../../build/bpf/hybridpoll-bpf', import.meta.url));
@@ -61,20 +61,25 @@ export function capsAllowBpf(capEffHex: string): boolean {
 }
 
 /** Why the loader cannot run here, or undefined when it can. */
-export async function preflight(loader: string, paths: BpfCollectorOptions['paths'] = {}): Promise<string | undefined> {
+export async function preflight(loader: string, paths: BpfCollectorOptions['paths'] = {}): Promise<Blocked | undefined> {
   const status = await readFile(paths.procStatus ?? '/proc/self/status', 'utf8').catch(() => '');
   const capEff = /^CapEff:\s*([0-9a-f]+)$/m.exec(status)?.[1];
-  if (capEff === undefined || !capsAllowBpf(capEff)) return 'not privileged: needs root, or CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)';
+  if (capEff === undefined || !capsAllowBpf(capEff)) return { cause: 'not_privileged', reason: 'not privileged: needs root, or CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)' };
   const btf = paths.btf ?? '/sys/kernel/btf/vmlinux';
-  if (await access(btf, constants.R_OK).then(() => false, () => true)) return `kernel has no BTF (${btf} is not readable; needs CONFIG_DEBUG_INFO_BTF)`;
-  if (await access(loader, constants.X_OK).then(() => false, () => true)) return `BPF loader ${loader} is missing or not executable: run npm run build:bpf`;
+  if (await access(btf, constants.R_OK).then(() => false, () => true)) return { cause: 'no_btf', reason: `kernel has no BTF (${btf} is not readable; needs CONFIG_DEBUG_INFO_BTF)` };
+  if (await access(loader, constants.X_OK).then(() => false, () => true)) return { cause: 'no_loader', reason: `BPF loader ${loader} is missing or not executable: run npm run build:bpf` };
   return undefined;
+}
+
+interface Blocked {
+  cause: BpfCause;
+  reason: string;
 }
 
 export class BpfCollector implements BpfSource {
   private readonly acc = new RestartAccumulator();
   private client?: LoaderClient;
-  private blocked?: { state: 'disabled' | 'failed'; reason: string };
+  private blocked?: Blocked & { state: 'disabled' | 'failed' };
   /** "major:minor" → block device name from sysfs (undefined: not there) */
   private readonly names = new Map<string, string | undefined>();
 
@@ -86,9 +91,9 @@ export class BpfCollector implements BpfSource {
     const loader = o.loader ?? DEFAULT_LOADER;
     const why = await preflight(loader, o.paths);
     if (why) {
-      c.blocked = { state: o.mode === 'on' ? 'failed' : 'disabled', reason: why };
-      if (o.mode === 'on') o.log.error('BPF collector cannot run (--bpf.enable=on)', { reason: why });
-      else o.log.info('BPF collector disabled', { reason: why });
+      c.blocked = { state: o.mode === 'on' ? 'failed' : 'disabled', ...why };
+      if (o.mode === 'on') o.log.error('BPF collector cannot run (--bpf.enable=on)', { reason: why.reason });
+      else o.log.info('BPF collector disabled', { reason: why.reason });
       return c;
     }
     // a key per exporter process keeps ring ids stable across loader restarts, and secret
@@ -108,7 +113,7 @@ export class BpfCollector implements BpfSource {
         ? {
             giveUpAfter: 3,
             onGiveUp: (why: string) => {
-              c.blocked = { state: 'disabled', reason: `the BPF loader cannot run here: ${why}` };
+              c.blocked = { state: 'disabled', cause: 'loader_unusable', reason: `the BPF loader cannot run here: ${why}` };
               o.log.info('BPF collector disabled', { reason: c.blocked.reason });
             },
           }
@@ -124,11 +129,11 @@ export class BpfCollector implements BpfSource {
     const cl = this.client!;
     switch (cl.state) {
       case 'running':
-        return { mode: this.o.mode, state: 'running', reason: `${cl.hello?.pollPath} poll path`, loaderRestarts: restarts };
+        return { mode: this.o.mode, state: 'running', cause: 'ok', reason: `${cl.hello?.pollPath} poll path`, loaderRestarts: restarts };
       case 'starting':
-        return { mode: this.o.mode, state: 'starting', reason: cl.lastError ? `restarting after: ${cl.lastError}` : 'loading BPF programs', loaderRestarts: restarts };
+        return { mode: this.o.mode, state: 'starting', cause: cl.lastError ? 'restarting' : 'loading', reason: cl.lastError ? `restarting after: ${cl.lastError}` : 'loading BPF programs', loaderRestarts: restarts };
       default:
-        return { mode: this.o.mode, state: 'failed', reason: cl.lastError ?? 'loader not running', loaderRestarts: restarts };
+        return { mode: this.o.mode, state: 'failed', cause: 'loader_down', reason: cl.lastError ?? 'loader not running', loaderRestarts: restarts };
     }
   }
 

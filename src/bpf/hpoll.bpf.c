@@ -36,6 +36,8 @@ const volatile __u64 stale_ns = 1000000000ULL;
 __u64 polled_tasks = 0;
 /* tasks with a sleep between hrtimer_start and switch-in: gates sched_switch/sched_wakeup */
 __u64 sleepers = 0;
+/* tracepoint path: tasks with a busy window open (polled I/O in flight): gates sched_switch too */
+__u64 busy_tasks = 0;
 
 /* address of hrtimer_wakeup, the callback of every hrtimer_sleeper (resolved from kallsyms) */
 extern const void hrtimer_wakeup __ksym __weak;
@@ -121,6 +123,13 @@ struct task_st {
 	u64 slept_req;    /* fentry: io_kiocb that slept and is not yet found */
 	u64 issued;       /* fentry: its req->iopoll_start, read before it can complete */
 	u32 inflight;     /* tracepoint path: polled requests issued, not yet completed here */
+	/* tracepoint path, the busy window: from the polled issue that finds nothing in flight to the
+	 * completion that leaves nothing in flight. Its on-CPU time is the poller's polling CPU. */
+	u64 t_busy;       /* window open since (0: closed; counted in `busy_tasks` while open) */
+	u64 t_run;        /* on CPU in the window since (0: off CPU) */
+	u64 busy_cpu;     /* on-CPU ns of the window up to t_run, not yet recorded */
+	u64 cpu_woke;     /* busy_cpu at the last wake-up (switch-in, or sleep start); 0: none since the last record */
+	u64 busy_off;     /* off-CPU ns of the window's hybrid sleeps (switch-out -> switch-in), not yet recorded */
 	u32 dev;          /* device of the last polled request (tracepoint) or classic_poll (fentry) */
 	u32 polls;        /* fentry: classic_poll calls on slept_req since its sleep */
 	u32 pass_sleeps;  /* fentry: sleeps in the current pass */
@@ -289,6 +298,52 @@ static __always_inline void ungate(struct task_st *st)
 	}
 }
 
+/* --- tracepoint path: busy-window accounting (the fentry path times its poll loop instead) --- */
+
+/* on-CPU ns of the window not yet recorded, including the stretch running now */
+static __always_inline u64 busy_now(struct task_st *st, u64 now)
+{
+	return st->busy_cpu + (st->t_run && now > st->t_run ? now - st->t_run : 0);
+}
+
+/* at a polled issue in this task (it is on CPU) */
+static __always_inline void busy_open(struct task_st *st, u64 now)
+{
+	st->t_busy = st->t_run = now;
+	st->busy_cpu = st->cpu_woke = st->busy_off = 0;
+	__sync_fetch_and_add(&busy_tasks, 1);
+}
+
+/* nothing left in flight, or the window went stale (its completions ran in another task):
+ * what is not yet recorded is dropped */
+static __always_inline void busy_close(struct task_st *st)
+{
+	if (!st->t_busy)
+		return;
+	st->t_busy = st->t_run = 0;
+	__sync_fetch_and_add(&busy_tasks, -1);
+}
+
+/*
+ * One record per polled completion in the task: spin = on-CPU time since the last wake-up (all of
+ * it when nothing slept since the previous record), iopoll = all on-CPU time since the previous
+ * record + the off-CPU time of the hybrid sleeps in it. So, as on the fentry path,
+ * iopoll - offcpu - spin is the on-CPU time before the wake-ups (the model's c_sw per sleep), and
+ * iopoll - offcpu is all of the window's on-CPU time. At QD1 a record is one I/O's window (issue
+ * -> completion); with several I/Os in flight a completion gets the time since the previous one,
+ * so the totals close (sum = the busy on-CPU time) while the per-I/O split is approximate.
+ */
+static __always_inline void busy_record(struct task_st *st, u32 dev, u64 now)
+{
+	u64 cpu = busy_now(st, now);
+
+	hist_add(dev, HK_SPIN, cpu > st->cpu_woke ? cpu - st->cpu_woke : 0);
+	hist_add(dev, HK_IOPOLL, cpu + st->busy_off);
+	st->busy_cpu = st->cpu_woke = st->busy_off = 0;
+	if (st->t_run)
+		st->t_run = now;
+}
+
 /* REQ_POLLED (5.16+) or REQ_HIPRI (older): the bit number differs per kernel */
 enum req_flag_bits___old { __REQ_HIPRI___old = 0 };
 
@@ -406,11 +461,15 @@ static __always_inline int on_issue(struct request *rq, const bool btf)
 
 		if (!st)
 			return 0;
-		if (st->inflight && now - st->t_polled > stale_ns)
+		if (st->inflight && now - st->t_polled > stale_ns) {
 			st->inflight = 0;
+			busy_close(st);
+		}
 		st->inflight++;
 		st->t_polled = now;
 		st->dev = rq_dev(rq, btf);
+		if (!st->t_busy)
+			busy_open(st, now);
 	}
 	return 0;
 }
@@ -427,7 +486,9 @@ static __always_inline void classify_tp(struct task_st *st, u32 dev, u64 now, u6
 	struct hist *h;
 
 	flush_sleep(st, dev);
-	h = hist_add(dev, HK_SPIN, post);
+	/* wake-up -> completion, the quantity the fentry path has in aux0/aux1 too; the spin sample
+	 * itself (on-CPU after the wake-up) is the busy window's, busy_record() */
+	h = hist_get(dev, HK_SPIN);
 	if (h) {
 		__sync_fetch_and_add(&h->aux0, post);
 		__sync_fetch_and_add(&h->aux1, 1);
@@ -489,6 +550,11 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 	st->dev = dev;
 	if (st->t_sleep && !st->test)
 		classify_tp(st, dev, now, ts);
+	if (st->t_busy) {
+		busy_record(st, dev, now);
+		if (!st->inflight)
+			busy_close(st);
+	}
 	return 0;
 }
 
@@ -556,6 +622,9 @@ static __always_inline int on_hrtimer_start(struct hrtimer *timer, const bool bt
 	st->t_sleep = now;
 	st->req_sleep = exp > now ? exp - now : 0;
 	st->t_off = st->t_wake = st->t_on = 0;
+	/* the wake-up, should the task never switch out (on_switch moves it to the switch-in) */
+	if (st->t_busy)
+		st->cpu_woke = busy_now(st, now);
 	if (!st->gated) {
 		st->gated = 1;
 		__sync_fetch_and_add(&sleepers, 1);
@@ -583,28 +652,48 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	u32 tid;
 	u64 now;
 
-	if (!sleepers)
+	if (!sleepers && !busy_tasks)
 		return 0;
 	now = bpf_ktime_get_ns();
-	/* a preemption between arming and io_schedule() is not the sleep */
-	if (!preempt) {
+	if (!preempt || busy_tasks) {
 		tid = RD(btf, prev, pid);
 		st = bpf_map_lookup_elem(&tasks, &tid);
-		if (st && st->gated && !st->t_off) {
+		/* a preemption between arming and io_schedule() is not the sleep */
+		if (st && !preempt && st->gated && !st->t_off) {
 			st->t_off = now;
 			ctr_inc(C_SCHED_OUT);
+		}
+		/* any switch-out ends an on-CPU stretch of the busy window */
+		if (st && st->t_run) {
+			st->busy_cpu += now > st->t_run ? now - st->t_run : 0;
+			st->t_run = 0;
+			if (now - st->t_polled > stale_ns)
+				busy_close(st);
 		}
 	}
 	tid = RD(btf, next, pid);
 	st = bpf_map_lookup_elem(&tasks, &tid);
-	if (st && st->gated && st->t_off) {
+	if (!st)
+		return 0;
+	if (st->gated && st->t_off) {
 		st->t_on = now;
 		ungate(st);
 		ctr_inc(C_SCHED_IN);
+		if (st->t_busy) {
+			st->busy_off += now - st->t_off;
+			st->cpu_woke = st->busy_cpu;
+		}
 		if (st->test) {
 			flush_sleep(st, 0);
 			st->t_sleep = 0;
 		}
+	}
+	if (st->t_busy) {
+		/* stale as at issue: in flight for a second with nothing polled here */
+		if (now - st->t_polled > stale_ns)
+			busy_close(st);
+		else
+			st->t_run = now;
 	}
 	return 0;
 }
@@ -664,6 +753,7 @@ static __always_inline int on_exit(struct task_struct *p, const bool btf)
 	if (st->t_sleep && !st->test)
 		flush_unmatched(st);
 	ungate(st);
+	busy_close(st);
 	if (!bpf_map_delete_elem(&tasks, &tid))
 		__sync_fetch_and_add(&polled_tasks, -1);
 	return 0;

@@ -16,9 +16,11 @@
 /* Order and names match HIST_KINDS in src/bpf/types.ts. */
 enum hp_kind {
 	HK_RQ_LAT = 0,     /* request start -> complete (polled I/O: -> reaped); aux0 bytes, aux1 errors */
-	HK_IOPOLL,         /* wall time of one poll loop: first io_do_iopoll() pass -> exit of the pass that found completions (fentry) */
+	HK_IOPOLL,         /* wall time of one poll loop: first io_do_iopoll() pass -> exit of the pass that found completions (fentry);
+			    * tracepoint: on-CPU time of the busy window since the previous polled completion + its sleeps' off-CPU time */
 	HK_SPIN,           /* on-CPU time after the last wake-up: loop end (fentry) or polled completion (tracepoint);
-			    * without a sleep the whole loop (fentry); aux0 ns, aux1 loops that slept */
+			    * without a sleep the whole loop (fentry) or busy window since the previous completion (tracepoint);
+			    * aux0 ns, aux1 loops (fentry) or I/Os (tracepoint) that slept: wake-up -> completion */
 	HK_SLEEP_REQ,      /* hybrid sleep requested: hrtimer expiry - now; aux0 sum of hybrid_poll_time/2, aux1 samples */
 	HK_OFFCPU,         /* switch-out -> switch-in of that sleep */
 	HK_WAKE_OVH,       /* timer expiry -> back on CPU: (switch-in - sleep start) - requested, >= 0; >= offcpu - requested */

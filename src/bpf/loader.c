@@ -652,8 +652,9 @@ static void dump_counters(struct hpoll *skel)
 				v += pc[c];
 		printf("%s\"%s\":%llu", i ? "," : "", ctr_names[i], v);
 	}
-	printf("},\"gates\":{\"polled_tasks\":%lld,\"sleepers\":%lld}",
-	       (long long)skel->bss->polled_tasks, (long long)skel->bss->sleepers);
+	printf("},\"gates\":{\"polled_tasks\":%lld,\"sleepers\":%lld,\"busy_tasks\":%lld}",
+	       (long long)skel->bss->polled_tasks, (long long)skel->bss->sleepers,
+	       (long long)skel->bss->busy_tasks);
 	free(pc);
 }
 

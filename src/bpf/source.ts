@@ -1,5 +1,5 @@
 // What the snapshot engine needs from the BPF collector (implemented in src/bpf/collector.ts).
-import type { BpfSnapshot, BpfStatus } from './types.js';
+import type { BpfCause, BpfSnapshot, BpfStatus } from './types.js';
 
 export interface BpfSource {
   status(): BpfStatus;
@@ -8,7 +8,7 @@ export interface BpfSource {
   stop(): Promise<void>;
 }
 
-export function disabledBpf(reason: string): BpfSource {
-  const status: BpfStatus = { mode: 'off', state: 'disabled', reason, loaderRestarts: 0 };
+export function disabledBpf(reason: string, cause: BpfCause = 'disabled_by_flag'): BpfSource {
+  const status: BpfStatus = { mode: 'off', state: 'disabled', cause, reason, loaderRestarts: 0 };
   return { status: () => status, snapshot: async () => undefined, stop: async () => {} };
 }

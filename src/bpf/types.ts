@@ -4,8 +4,8 @@
 /** Histogram kinds kept per device by the BPF program (see src/bpf/README.md). */
 export const HIST_KINDS = [
   'rq_lat', // request start (allocation, as iostat) → complete (for polled I/O: → reaped)
-  'iopoll', // wall time of one poll loop: io_do_iopoll() passes from the first to the one that finds completions (fentry path)
-  'spin', // on-CPU time of a poll loop after its last wake-up (all of it without a sleep); aux0/aux1: ns and loops of those that slept
+  'iopoll', // wall time of one poll loop: io_do_iopoll() passes from the first to the one that finds completions (fentry path); tracepoint path: on-CPU time of the busy window since the previous polled completion plus its sleeps' off-CPU time
+  'spin', // on-CPU time of a poll loop (fentry) or of the busy window since the previous polled completion (tracepoint) after its last wake-up, all of it without a sleep; aux0/aux1: wake-up → completion ns and loops (I/Os) that slept
   'sleep_req', // hybrid sleep the kernel requested
   'offcpu', // real off-CPU time of that sleep
   'wake_ovh', // timer expiry → on CPU again: (switch-in − sleep start) − sleep_req, ≥ 0
@@ -87,6 +87,12 @@ export interface BpfStatus {
   mode: 'auto' | 'on' | 'off';
   /** running: loader up; disabled: mode off or auto without privileges; failed: tried and failed */
   state: 'running' | 'disabled' | 'failed' | 'starting';
+  /** why, as one of a fixed set: the metric label (free text would make a new series per message) */
+  cause: BpfCause;
+  /** why, in words (log line and the / page) */
   reason: string;
   loaderRestarts: number;
 }
+
+export const BPF_CAUSES = ['ok', 'loading', 'restarting', 'loader_down', 'disabled_by_flag', 'not_privileged', 'no_btf', 'no_loader', 'loader_unusable'] as const;
+export type BpfCause = (typeof BPF_CAUSES)[number];

@@ -114,11 +114,11 @@ const HISTOGRAMS: [HistKind, string, string][] = [
   ['offcpu', 'poll_offcpu_seconds', 'Real off-CPU time of hybrid-poll sleeps.'],
   ['wake_ovh', 'poll_wake_overhead_seconds', 'Time from the sleep timer expiring to the poller running again.'],
   ['wake_lat', 'poll_wake_latency_seconds', 'Wakeup to on-CPU of hybrid-poll sleepers (run-queue latency).'],
-  ['spin', 'poll_spin_seconds', 'On-CPU time of each poll loop after its last wake-up (all of it when it did not sleep); _sum is the total spin CPU time.'],
+  ['spin', 'poll_spin_seconds', 'On-CPU time after the last wake-up (all of it when nothing slept) of each poll loop (fentry path) or of the poller between polled completions (tracepoint path); _sum is the total spin CPU time.'],
   ['dev_spun', 'poll_device_time_seconds', 'Issue to found for polled I/Os still pending after the sleep: the device time.'],
   ['found_slept', 'poll_found_after_sleep_seconds', 'Issue to found for polled I/Os already complete at wake-up: device time plus oversleep (censored).'],
   ['oversleep_ub', 'poll_oversleep_upper_bound_seconds', 'Upper bound of the oversleep of each overslept polled I/O.'],
-  ['iopoll', 'iopoll_pass_seconds', 'Wall time of one poll loop: io_do_iopoll passes from the first until one finds completions (fentry path).'],
+  ['iopoll', 'iopoll_pass_seconds', 'Wall time of one poll loop: io_do_iopoll passes from the first until one finds completions (fentry path); tracepoint path: the poller\'s on-CPU time between polled completions plus the off-CPU time of its hybrid sleeps.'],
 ];
 
 const DEVICE_COUNTERS: [string, string, string][] = [
@@ -196,7 +196,7 @@ function timingFamilies(bpf: BpfSnapshot, names: Map<string, string>, o: BpfExpo
     out.push(family(name, 'counter', help, devs, ([dev, c]) => (c[key] !== undefined ? { labels: { device: label(dev) }, value: c[key]! } : undefined)));
   }
   // Spin of loops that slept (aux0 ns, aux1 loops of the spin histogram): what both poll paths
-  // measure alike, wake-up → completion; the tracepoint path sees no spin without a sleep.
+  // measure alike, wake-up → completion (the spin histogram's definitions differ per path).
   const spins = bpf.devices.flatMap((d) => (d.hists.spin ? [{ dev: d.dev, h: d.hists.spin }] : []));
   out.push(
     family('poll_spin_after_sleep_seconds_total', 'counter', 'Spin of poll loops that slept, from the wake-up to the poll that found the completion (the tracepoint path: to the completion event).',
@@ -232,8 +232,8 @@ function selfFamilies(s: Snapshot): MetricFamily[] {
   const programs = Object.entries(bpf?.programs ?? {});
   return [
     family('bpf_up', 'gauge', '1 while the BPF loader runs and answers.', [bpf !== undefined && st.state === 'running'], (up) => ({ labels: {}, value: up ? 1 : 0 })),
-    family('bpf_status_info', 'gauge', 'State of the BPF collector and why (running, starting, disabled, failed). Always 1.',
-      [st], (x) => ({ labels: { state: x.state, reason: x.reason }, value: 1 })),
+    family('bpf_status_info', 'gauge', 'State of the BPF collector (running, starting, disabled, failed) and why, as a fixed code (the words are in the log). Always 1.',
+      [st], (x) => ({ labels: { state: x.state, reason: x.cause }, value: 1 })),
     family('bpf_program_attached', 'gauge', '1 if that BPF program is attached.', programs, ([p, v]) => ({ labels: { program: p }, value: v.attached ? 1 : 0 })),
     family('bpf_poll_path_info', 'gauge', 'Poll path in use: fentry, tracepoint or none. Always 1.', bpf ? [bpf.pollPath] : [], (p) => ({ labels: { path: p }, value: 1 })),
     family('bpf_loader_restarts_total', 'counter', 'BPF loader restarts after it died or hung.', [st.loaderRestarts], (n) => ({ labels: {}, value: n })),

@@ -55,9 +55,11 @@ const counter = (w: DeviceWindow, k: string): number | undefined => {
 };
 
 /**
- * c_sw from the fentry path: a poll pass that slept spent wall time = on-CPU overhead + off-CPU +
- * spin, so (Σ iopoll − Σ offcpu − Σ spin) / sleeps is the on-CPU cost per sleep. It also holds the
- * pass's own bookkeeping, so it errs high. Needs all three histograms and at least one sleep.
+ * c_sw measured: a poll loop (fentry path) or a poller's busy window (tracepoint path) that slept
+ * spent iopoll = on-CPU overhead + off-CPU + spin, so (Σ iopoll − Σ offcpu − Σ spin) / sleeps is the
+ * on-CPU cost per sleep. It also holds the loop's own bookkeeping (tracepoint path: everything from
+ * the polled issue to the switch-out, submission included), so it errs high. Needs all three
+ * histograms and at least one sleep.
  */
 function switchCost(w: DeviceWindow, sleeps: number, fallback: number): { ns: number; source: 'measured' | 'default' } {
   const { iopoll, offcpu, spin } = w.hists;

@@ -1,6 +1,6 @@
 // Validation of one recorded frame (SnapshotInputs) and of the header. Deep, so that a damaged or
 // hand-edited recording is refused with the path of the bad field instead of breaking a scrape.
-import { HIST_KINDS, type BpfDeviceSeries, type BpfProgramStatus, type BpfRing, type BpfSnapshot, type BpfStatus, type BucketHist } from '../bpf/types.js';
+import { BPF_CAUSES, HIST_KINDS, type BpfCause, type BpfDeviceSeries, type BpfProgramStatus, type BpfRing, type BpfSnapshot, type BpfStatus, type BucketHist } from '../bpf/types.js';
 import { NB } from '../model/buckets.js';
 import { COLLECTORS, type CollectorResult, type SnapshotInputs } from '../snapshot/types.js';
 import { ERAS, type DeviceReading, type EraDetection, type HctxIoPoll, type HostReading, type KernelFeatures, type PollStat, type PollStatBucket } from '../sources/types.js';
@@ -120,12 +120,21 @@ const bpf = object<BpfSnapshot>({
   deviceCounters: record(record(count)),
 });
 
-const bpfStatus = object<BpfStatus>({
+/** Recordings before the `cause` code carry only the words: the code then follows from the state. */
+const CAUSE_OF_STATE: Record<BpfStatus['state'], BpfCause> = { running: 'ok', starting: 'loading', failed: 'loader_down', disabled: 'disabled_by_flag' };
+
+const bpfStatusFields = object<Omit<BpfStatus, 'cause'> & { cause: BpfCause | undefined }>({
   mode: oneOf(['auto', 'on', 'off'] as const),
   state: oneOf(['running', 'disabled', 'failed', 'starting'] as const),
+  cause: optional(oneOf(BPF_CAUSES)),
   reason: str,
   loaderRestarts: count,
 });
+
+const bpfStatus: Check<BpfStatus> = (v, path) => {
+  const s = bpfStatusFields(v, path);
+  return { ...s, cause: s.cause ?? CAUSE_OF_STATE[s.state] };
+};
 
 export const checkFrame: Check<SnapshotInputs> = object<SnapshotInputs>({
   takenAtMs: count,

@@ -430,7 +430,7 @@ export function* syntheticFrames(o: SyntheticOptions = SYNTHETIC_DEFAULTS): Gene
       takenAtMs: o.startMs + t * 1000,
       host,
       bpf: bpfSnapshot(states, bootNs + t * 1e9),
-      bpfStatus: { mode: 'auto', state: 'running', reason: 'loader running (fentry path)', loaderRestarts: 0 },
+      bpfStatus: { mode: 'auto', state: 'running', cause: 'ok', reason: 'loader running (fentry path)', loaderRestarts: 0 },
       collectors: collectors(r, Math.round(r.uniform(0.2, 0.6) * 1000) / 1e6),
     };
   }

@@ -173,10 +173,10 @@ describe('preflight', () => {
     const status = join(dir, 'status');
     const { writeFileSync } = await import('node:fs');
     writeFileSync(status, 'Name:\tnode\nCapEff:\t0000000000000000\n');
-    expect(await preflight(process.execPath, { procStatus: status })).toMatch(/not privileged/);
+    expect(await preflight(process.execPath, { procStatus: status })).toMatchObject({ cause: 'not_privileged', reason: expect.stringMatching(/not privileged/) });
     writeFileSync(status, 'CapEff:\t000000c000000000\n');
-    expect(await preflight(process.execPath, { procStatus: status, btf: join(dir, 'none') })).toMatch(/kernel has no BTF/);
-    expect(await preflight(join(dir, 'none'), { procStatus: status, btf: status })).toMatch(/run npm run build:bpf/);
+    expect(await preflight(process.execPath, { procStatus: status, btf: join(dir, 'none') })).toMatchObject({ cause: 'no_btf', reason: expect.stringMatching(/kernel has no BTF/) });
+    expect(await preflight(join(dir, 'none'), { procStatus: status, btf: status })).toMatchObject({ cause: 'no_loader', reason: expect.stringMatching(/run npm run build:bpf/) });
     expect(await preflight(process.execPath, { procStatus: status, btf: status })).toBeUndefined();
   });
 });

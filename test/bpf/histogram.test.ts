@@ -78,7 +78,7 @@ describe('bpfFamilies', () => {
     takenAtMs: 0,
     host: { features: {}, era: { era: 'iouring_hybrid', evidence: 'btf', reason: '' }, devices: [{ device: 'nvme0n1', devNum: '259:0', errors: [] }] },
     bpf,
-    bpfStatus: { mode: 'auto', state: 'running', reason: 'tracepoint poll path', loaderRestarts: 2 },
+    bpfStatus: { mode: 'auto', state: 'running', cause: 'ok', reason: 'tracepoint poll path', loaderRestarts: 2 },
     collectors: [],
     pollStatAges: [],
     hctxTotals: [],
@@ -110,11 +110,11 @@ describe('bpfFamilies', () => {
   });
 
   it('says why when the loader is not running, and nothing when BPF is switched off', () => {
-    const down = byName(snap({ bpf: undefined, bpfStatus: { mode: 'auto', state: 'disabled', reason: 'not privileged', loaderRestarts: 0 } }));
+    const down = byName(snap({ bpf: undefined, bpfStatus: { mode: 'auto', state: 'disabled', cause: 'not_privileged', reason: 'not privileged: needs root', loaderRestarts: 0 } }));
     expect(down.get('hybridpoll_bpf_up')!.samples[0]!.value).toBe(0);
-    expect(down.get('hybridpoll_bpf_status_info')!.samples[0]!.labels).toEqual({ state: 'disabled', reason: 'not privileged' });
+    expect(down.get('hybridpoll_bpf_status_info')!.samples[0]!.labels).toEqual({ state: 'disabled', reason: 'not_privileged' });
     expect(down.has('hybridpoll_io_latency_seconds')).toBe(false);
-    expect(bpfFamilies(snap({ bpf: undefined, bpfStatus: { mode: 'off', state: 'disabled', reason: 'disabled by flag', loaderRestarts: 0 } }))).toEqual([]);
+    expect(bpfFamilies(snap({ bpf: undefined, bpfStatus: { mode: 'off', state: 'disabled', cause: 'disabled_by_flag', reason: 'disabled by flag', loaderRestarts: 0 } }))).toEqual([]);
   });
 
   it('reduces boundaries with keepEvery', () => {

@@ -69,6 +69,9 @@ describe.skipIf(skip).each(VARIANTS)('loader on a loop device, %s (root)', (via,
         // bytes are in aux0 of rq_lat: 4 KiB per read
         expect((h1.aux0 - h0.aux0) / count).toBe(4096);
         expect(s1!.counters['issue_missed']).toBe(0);
+        // interrupt-driven I/O: no task gets a busy window, so no poll CPU is accounted anywhere
+        for (const kind of ['spin', 'iopoll'] as const) expect(hist(s1, loop.dev, kind).count - hist(s0, loop.dev, kind).count).toBe(0);
+        expect(s1!.deviceCounters[loop.dev]?.['polled_ios'] ?? 0).toBe(0);
         if (latErr < 0.15) break;
       }
       console.info(`loop ${loop.dev} (${via}):\n  ${tries.join('\n  ')}`);

@@ -123,7 +123,7 @@ describe.skipIf(!IS_ROOT)('BPF loader faults (fake loader; the collector needs r
     hostIntact(s);
     expect(bpfUp(s)).toBe(0);
     expect(success(s, 'bpf')).toBe(0);
-    expect(sample(s, 'hybridpoll_bpf_status_info', { state: 'starting' }) ?? sample(s, 'hybridpoll_bpf_status_info', { state: 'failed' })).toBe(1);
+    expect(sample(s, 'hybridpoll_bpf_status_info', { state: 'starting', reason: 'restarting' }) ?? sample(s, 'hybridpoll_bpf_status_info', { state: 'failed', reason: 'loader_down' })).toBe(1);
     await waitForLog(exp, /fake loader: failing at start on purpose/);
     // Backoff: not a restart storm (250 ms doubling: ≤ 8 starts in the first 20 s).
     expect(pidsIn(f.pidfile).length).toBeLessThanOrEqual(10);
@@ -179,7 +179,7 @@ describe.skipIf(!IS_ROOT)('BPF loader faults (fake loader; the collector needs r
     for (let i = 0; i < 100 && pidsIn(f.pidfile).length === 0; i++) await sleep(100);
     const s = await until(exp, 'a scrape', () => true);
     hostIntact(s);
-    expect(sample(s, 'hybridpoll_bpf_status_info', { state: 'starting' })).toBe(1);
+    expect(sample(s, 'hybridpoll_bpf_status_info', { state: 'starting', reason: 'loading' })).toBe(1);
     expect(success(s, 'bpf')).toBe(0);
     const [pid] = pidsIn(f.pidfile);
     expect(alive(pid!)).toBe(true);
@@ -338,7 +338,7 @@ describe.skipIf(setprivSkip !== undefined)('permission denied (running as nobody
     expect(success(m.samples, 'era')).toBe(1);
     expect(success(m.samples, 'debugfs')).toBe(0);
     expect(bpfUp(m.samples)).toBe(0);
-    expect(sample(m.samples, 'hybridpoll_bpf_status_info', { state: 'disabled' })).toBe(1);
+    expect(sample(m.samples, 'hybridpoll_bpf_status_info', { state: 'disabled', reason: 'not_privileged' })).toBe(1);
     expect(m.samples.filter((s) => s.name === 'hybridpoll_device_info').length).toBeGreaterThan(0);
     const lines = e.logs().split('\n').filter(Boolean);
     const debugfsLines = lines.filter((l) => l.includes('collector=debugfs'));

@@ -110,7 +110,7 @@ const SNAP = {
 const inputsOf = (bpf: ReturnType<RestartAccumulator['apply']> | undefined, t: number): SnapshotInputs => ({
   takenAtMs: t,
   ...(bpf ? { bpf } : {}),
-  bpfStatus: { mode: 'on', state: 'running', reason: 'fuzz', loaderRestarts: 0 },
+  bpfStatus: { mode: 'on', state: 'running', cause: 'ok', reason: 'fuzz', loaderRestarts: 0 },
   collectors: [{ name: 'bpf', success: true, durationSeconds: 0.001 }],
 });
 

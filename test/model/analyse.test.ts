@@ -173,7 +173,7 @@ describe('analysePair', () => {
     return {
       takenAtMs: tS * 1000,
       bpf,
-      bpfStatus: { mode: 'auto', state: 'running', reason: '', loaderRestarts: 0 },
+      bpfStatus: { mode: 'auto', state: 'running', cause: 'ok', reason: '', loaderRestarts: 0 },
       collectors: [],
       host: {
         features: {},

@@ -20,7 +20,7 @@ function snap(tS: number, n: number): Snapshot {
   return {
     takenAtMs: tS * 1000,
     bpf,
-    bpfStatus: { mode: 'auto', state: 'running', reason: '', loaderRestarts: 0 },
+    bpfStatus: { mode: 'auto', state: 'running', cause: 'ok', reason: '', loaderRestarts: 0 },
     collectors: [],
     host: { features: {}, era: { era: 'iouring_hybrid', evidence: 'btf', reason: '' }, devices: [] },
     pollStatAges: [],

@@ -41,7 +41,7 @@ function inputs(tS: number, devs: Record<string, Cum>): SnapshotInputs {
   return {
     takenAtMs: 1_700_000_000_000 + tS * 1000,
     bpf,
-    bpfStatus: { mode: 'auto', state: 'running', reason: '', loaderRestarts: 0 },
+    bpfStatus: { mode: 'auto', state: 'running', cause: 'ok', reason: '', loaderRestarts: 0 },
     collectors: [],
     host: {
       features: {},

@@ -18,7 +18,7 @@ const dir = mkdtempSync(join(tmpdir(), 'hp-record-'));
 const header = { format: RECORDING_FORMAT, version: 1, created: '2026-01-01T00:00:00.000Z', host: 't', source: 'live', description: '' } as const;
 
 function frame(ms: number): SnapshotInputs {
-  return { takenAtMs: ms, bpfStatus: { mode: 'off', state: 'disabled', reason: 'test', loaderRestarts: 0 }, collectors: [] };
+  return { takenAtMs: ms, bpfStatus: { mode: 'off', state: 'disabled', cause: 'disabled_by_flag', reason: 'test', loaderRestarts: 0 }, collectors: [] };
 }
 
 async function frames(file: string): Promise<SnapshotInputs[]> {
@@ -91,7 +91,10 @@ describe('record loop', () => {
 describe('waiting for the BPF loader', () => {
   const source = (upAfterMs: number): BpfSource => {
     const t0 = Date.now();
-    const status = (): BpfStatus => ({ mode: 'auto', state: Date.now() - t0 >= upAfterMs ? 'running' : 'starting', reason: '', loaderRestarts: 0 });
+    const status = (): BpfStatus =>
+      Date.now() - t0 >= upAfterMs
+        ? { mode: 'auto', state: 'running', cause: 'ok', reason: '', loaderRestarts: 0 }
+        : { mode: 'auto', state: 'starting', cause: 'loading', reason: '', loaderRestarts: 0 };
     return { status, snapshot: async () => undefined, stop: async () => {} };
   };
 

@@ -78,6 +78,19 @@ describe('recording round trip', () => {
     const [back] = await collect(r.frames);
     expect(back).toEqual(f);
   });
+
+  it('reads recordings from before the BPF status code: the code follows from the state', async () => {
+    const [f] = sample(1);
+    const states = [['running', 'ok'], ['starting', 'loading'], ['failed', 'loader_down'], ['disabled', 'disabled_by_flag']] as const;
+    const frames = states.map(([state], i) => {
+      const { cause: _, ...old } = f!.bpfStatus;
+      return { ...f!, takenAtMs: f!.takenAtMs + i, bpfStatus: { ...old, state } };
+    });
+    const r = await readRecording(Readable.from([line(header) + frames.map(line).join('')]), 'old.jsonl');
+    expect((await collect(r.frames)).map((x) => [x.bpfStatus.state, x.bpfStatus.cause])).toEqual(states);
+    const bad = { ...f!, bpfStatus: { ...f!.bpfStatus, cause: 'because' } };
+    expect((await errorOf(line(header) + line(bad))).message).toMatch(/bpfStatus\.cause: expected one of ok, loading/);
+  });
 });
 
 describe('malformed recordings', () => {

@@ -38,7 +38,7 @@ function snapOf(devices: { dev: string; values: number[] }[]): Snapshot {
     takenAtMs: 0,
     host: { features: {}, era: { era: 'iouring_hybrid', evidence: 'btf', reason: '' }, devices: [{ device: 'nvme0n1', devNum: '259:0', errors: [] }] },
     bpf,
-    bpfStatus: { mode: 'auto', state: 'running', reason: '', loaderRestarts: 0 },
+    bpfStatus: { mode: 'auto', state: 'running', cause: 'ok', reason: '', loaderRestarts: 0 },
     collectors: [],
     pollStatAges: [],
     hctxTotals: [],

@@ -6,7 +6,7 @@ import type { DeviceReading } from '../../src/sources/types.js';
 const inputs = (takenAtMs: number, devices: DeviceReading[]): SnapshotInputs => ({
   takenAtMs,
   host: { features: {}, era: { era: 'blkmq_hybrid', evidence: 'debugfs', reason: '' }, devices },
-  bpfStatus: { mode: 'off', state: 'disabled', reason: '', loaderRestarts: 0 },
+  bpfStatus: { mode: 'off', state: 'disabled', cause: 'disabled_by_flag', reason: '', loaderRestarts: 0 },
   collectors: [],
 });
 const dev = (hctx: [number, number, number] | undefined, mean = 9000): DeviceReading => ({

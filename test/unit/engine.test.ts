@@ -8,7 +8,7 @@ import type { SnapshotInputs } from '../../src/snapshot/types.js';
 
 const inputs = (): SnapshotInputs => ({
   takenAtMs: Date.now(),
-  bpfStatus: { mode: 'off', state: 'disabled', reason: 'test', loaderRestarts: 0 },
+  bpfStatus: { mode: 'off', state: 'disabled', cause: 'disabled_by_flag', reason: 'test', loaderRestarts: 0 },
   collectors: [{ name: 'sysfs', success: true, durationSeconds: 0.001 }],
 });
 

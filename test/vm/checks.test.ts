@@ -2,7 +2,7 @@
 // just outside, so a wrong sign, pairing or unit in test/vm/lib/checks.ts shows up here and not as a
 // puzzling result of a 15-minute guest run.
 import { describe, expect, it } from 'vitest';
-import { allChecks, check2, check3, check4, check5, SessionRuns, type CheckResult } from './lib/checks.js';
+import { allChecks, check2, check3, check4, check5, SessionRuns, tracepointCpu, type CheckResult } from './lib/checks.js';
 import { parseExposition, histDelta } from './lib/prom.js';
 import type { DriverResult, PollMode, RunRecord, Scenario, Session, Tracing } from './lib/session.js';
 
@@ -35,6 +35,8 @@ interface Exp {
   overslept?: number;
   spun?: number;
   selfError?: number;
+  /** BPF program run time over the run (bpf_stats), seconds by program */
+  progS?: Record<string, number>;
 }
 
 /** Exposition after the run (before = all zero). */
@@ -60,6 +62,7 @@ function scrape(e: Exp): string {
   if (e.latS !== undefined) lines.push(`hybridpoll_io_latency_seconds_sum${d} ${e.latS * e.polled}`, `hybridpoll_io_latency_seconds_count${d} ${e.polled}`);
   if (e.overslept !== undefined) lines.push(`hybridpoll_poll_overslept_ios_total${d} ${e.overslept}`, `hybridpoll_poll_spun_ios_total${d} ${e.spun ?? 0}`);
   if (e.measuredPerIo !== undefined) lines.push(`hybridpoll_measured_cpu_seconds_per_io${d} ${e.measuredPerIo}`);
+  for (const [p, sec] of Object.entries(e.progS ?? {})) lines.push(`hybridpoll_bpf_program_run_seconds_total{program="${p}"} ${sec}`);
   if (e.selfError !== undefined) lines.push(`hybridpoll_model_cpu_error_ratio${d} ${e.selfError}`);
   if (e.classicPerIo !== undefined) lines.push(`hybridpoll_policy_cpu_seconds_per_io{device="nvme0n1",policy="classic"} ${e.classicPerIo}`);
   if (e.hptS !== undefined) {
@@ -74,11 +77,12 @@ function run(tracing: Tracing, mode: PollMode, d: DriverResult, e?: Exp, rep = 0
 }
 
 /** A tracepoint run's fentry twin: what a second loader saw of the same run (before = empty). */
-function withTwin(r: RunRecord, t: { polled: number; sleeps: number; offcpuS: number; spinSleptS: number }): RunRecord {
+function withTwin(r: RunRecord, t: { polled: number; sleeps: number; offcpuS: number; spinSleptS: number; progS?: Record<string, number> }): RunRecord {
   const h = (kind: string, count: number, sumS: number, aux0S = 0, aux1 = 0) => ({ dev: '259:0', kind, count, sum: sumS * 1e9, aux0: aux0S * 1e9, aux1 });
   return { ...r, twin: { before: { hists: [], devs: [] }, after: {
     hists: [h('sleep_req', t.sleeps, 0), h('offcpu', t.sleeps, t.offcpuS), h('spin', t.polled, t.spinSleptS, t.spinSleptS, t.sleeps)],
     devs: [{ dev: '259:0', polled_ios: t.polled }],
+    progs: Object.fromEntries(Object.entries(t.progS ?? {}).map(([p, sec]) => [p, { run_ns: sec * 1e9 }])),
   } } };
 }
 
@@ -143,6 +147,19 @@ describe('check 3 (hybrid)', () => {
   it('fails: 0.9 sleeps per I/O, 10% fewer switch-outs, requested 20% above hpt/2, CPU 12% high', () => {
     const cs = c3(9_000, 48e-6, 560e-6);
     expect(cs.map((c) => c.pass)).toEqual([false, false, false, false]);
+  });
+});
+
+describe('tracepoint path CPU (not a check)', () => {
+  it('classic: spin + residue + BPF after the window (exporter rq_complete, twin rq_complete and iopoll_exit) vs the wait phase', () => {
+    const twin = { polled: 10_000, sleeps: 0, offcpuS: 0, spinSleptS: 0, progS: { rq_complete: 0.1, iopoll_exit: 0.1, iopoll_enter: 5 } };
+    const [line] = tracepointCpu(session([withTwin(run('tracepoint', 'poll', driver('poll', 10_000, 8, 0), { polled: 10_000, sleeps: 0, spinS: 7.1, progS: { rq_complete: 0.2, rq_issue: 5 } }), twin)]));
+    // 7.1 + 0.2 + 0.1 + 0.1 = 7.5 s: −6.3%; the twin's iopoll_enter and the exporter's rq_issue run inside the window
+    expect(line).toBe('qd1 rep 0 poll: exporter 710.00 µs/IO + syscall residue 0.00 µs/IO + BPF after the window 40.00 µs/IO vs poller wait phase 800.00 µs/IO (-6.3%; exporter alone -11.3%), poller total 1000.00 µs/IO');
+  });
+  it('hybrid: the measured CPU per I/O', () => {
+    const [line] = tracepointCpu(session([run('tracepoint', 'hybrid', driver('hybrid', 10_000, 5, 9_999), { polled: 10_000, sleeps: 9_999, spinS: 1, measuredPerIo: 560e-6 })]));
+    expect(line).toMatch(/^qd1 rep 0 hybrid: exporter 560\.00 µs\/IO .* vs poller wait phase 500\.00 µs\/IO \(\+12\.0%; exporter alone \+12\.0%\)/);
   });
 });
 

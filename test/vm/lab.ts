@@ -11,11 +11,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { accelFacts, chooseAccel } from './lib/accel.js';
-import { allChecks, bpfCost, noiseFloor } from './lib/checks.js';
+import { allChecks, bpfCost, noiseFloor, tracepointCpu } from './lib/checks.js';
 import { Guest } from './lib/guest.js';
 import { buildAll, labOptionsFromEnv, loadSession, NVME, RESULTS, runLab, recordAll } from './lib/lab.js';
 import { checksTable } from './lib/table.js';
-import { allLegacyChecks, legacyTable } from './lib/legacy-checks.js';
+import { allLegacyChecks, legacyBpfCost, legacyTable } from './lib/legacy-checks.js';
 import { LATEST_LEGACY, LEGACY_SUITE, legacyOptionsFromEnv, recordLegacy, runLegacyLab } from './lib/legacy-lab.js';
 import type { LegacySession } from './lib/legacy.js';
 
@@ -37,12 +37,15 @@ async function main(): Promise<void> {
         const session = JSON.parse(readFileSync(file, 'utf8')) as LegacySession;
         if (session.error) console.log(`session stopped early: ${session.error}\n`);
         console.log(`${checksTable(allLegacyChecks(session))}\n\n${legacyTable(session)}`);
+        console.log(`\nBPF programs' own CPU (kernel.bpf_stats_enabled=1, tracepoint path):\n${legacyBpfCost(session).map((l) => `- ${l}`).join('\n')}`);
         return;
       }
       const session = loadSession(cmd === 'run' ? await runLab(labOptionsFromEnv()) : (arg ?? join(RESULTS, 'latest.json')));
       console.log(checksTable(allChecks(session)));
       const noise = noiseFloor(session);
       if (noise.length) console.log(`\nBaseline noise (same boot, untraced):\n${noise.map((l) => `- ${l}`).join('\n')}`);
+      const tp = tracepointCpu(session);
+      if (tp.length) console.log(`\nTracepoint path, busy-window CPU vs the poller's (not a check):\n${tp.map((l) => `- ${l}`).join('\n')}`);
       const cost = bpfCost(session);
       if (cost.length) console.log(`\nBPF programs' own CPU (kernel.bpf_stats_enabled=1, fentry path):\n${cost.map((l) => `- ${l}`).join('\n')}`);
       return;

@@ -115,6 +115,39 @@ export function outsideWindow(r: RunFigures): number {
   return (p['iopoll_enter'] ?? 0) + (p['iopoll_exit'] ?? 0);
 }
 
+/**
+ * BPF run time after the tracepoint path's busy window (bpf_stats, per run), on the poller's CPU
+ * inside the waiting call: the exporter's rq_complete reads the clock that ends the window and
+ * works after it; the fentry twin's rq_complete (attached later, so it runs later) and its
+ * iopoll_exit (the pass's exit, after the completion event) follow.
+ */
+export function afterCompletion(r: RunFigures): number {
+  const p = r.exporter?.programSeconds ?? {};
+  const t = r.twin?.programSeconds ?? {};
+  return (p['rq_complete'] ?? 0) + (t['rq_complete'] ?? 0) + (t['iopoll_exit'] ?? 0);
+}
+
+/**
+ * Not a check: the tracepoint path's CPU (its busy window, src/bpf/README.md) against the poller's
+ * wait-phase CPU, every checked tracepoint run. The exporter's side is spin (classic) or the
+ * model's measured CPU (hybrid: spin + sleeps × c_sw), plus the syscall residue and the BPF run
+ * time after the window. It does not close within the CPU bound on this guest (7.x, TCG): the
+ * window begins at block_rq_issue inside the submitting call, whose rest (the doorbell write, a
+ * trap into QEMU) is emulated at great cost and is not in the wait phase; at QD>1 the window also
+ * holds the submissions between the waiting calls. The poller's total CPU is shown beside it.
+ */
+export function tracepointCpu(session: Session): string[] {
+  const s = new SessionRuns(session);
+  return session.scenarios.flatMap((sc) => (['poll', 'hybrid'] as const).flatMap((mode) => s.get(sc.id, 'tracepoint', mode).map((r) => {
+    const x = mode === 'poll' ? r.exporter?.spin?.sum : r.exporter?.measuredCpuPerIo === undefined ? undefined : r.exporter.measuredCpuPerIo * r.driver.ios;
+    const res = r.driver.syscallResidueSeconds;
+    const edge = afterCompletion(r);
+    const io = (v: number | undefined) => us(v === undefined ? undefined : v / r.driver.ios);
+    return `${sc.id} rep ${r.run.rep} ${mode}: exporter ${io(x)}/IO + syscall residue ${io(res)}/IO + BPF after the window ${io(edge)}/IO vs poller wait phase ` +
+      `${io(r.driver.waitCpuSeconds)}/IO (${pct(relErr((x ?? NaN) + res + edge, r.driver.waitCpuSeconds))}; exporter alone ${pct(relErr(x, r.driver.waitCpuSeconds))}), poller total ${io(r.driver.cpuSeconds)}/IO`;
+  })));
+}
+
 /** Check 2: classic poll on the fentry path: counts, no sleeps, spin CPU = the poller's CPU. */
 export function check2(s: SessionRuns, sc: Scenario): CheckResult[] {
   const runs = s.get(sc.id, 'fentry', 'poll');

@@ -69,6 +69,8 @@ export interface TwinFigures {
   sleeps: number;
   offcpu: { sum: number; count: number };
   spinAfterSleep: { sum: number; count: number };
+  /** run time of the twin's BPF programs over the run (bpf_stats), seconds by program label */
+  programSeconds: Record<string, number>;
 }
 
 export interface RunFigures {
@@ -88,6 +90,7 @@ export function twinFigures(before: LoaderSnap, after: LoaderSnap, dev: string):
     sleeps: d('sleep_req', 'count'),
     offcpu: { sum: d('offcpu', 'sum') / 1e9, count: d('offcpu', 'count') },
     spinAfterSleep: { sum: d('spin', 'aux0') / 1e9, count: d('spin', 'aux1') },
+    programSeconds: Object.fromEntries(Object.entries(after.progs ?? {}).map(([p, x]) => [p, ((x.run_ns ?? 0) - (before.progs?.[p]?.run_ns ?? 0)) / 1e9])),
   };
 }
 

@@ -205,6 +205,8 @@ export async function runLegacySession(g: Guest, base: Omit<LegacySession, 'runs
   const device = g.info.devices.find((d) => d.serial === o.serial)?.name;
   try {
     if (!device) throw new Error(`no NVMe namespace with serial ${o.serial} in the guest: ${JSON.stringify(g.info.devices)}`);
+    // Every BPF program's run time over each run (the programs' own CPU per I/O, legacyBpfCost).
+    await g.agent('POST', '/bpf/stats', { enable: true });
     for (const w of o.workloads) {
       let adaptiveMean: number | undefined;
       for (const delay of DELAY_MODES) {
@@ -234,6 +236,7 @@ export async function runLegacySession(g: Guest, base: Omit<LegacySession, 'runs
     o.log(`legacy session stopped: ${session.error}`);
   } finally {
     if (device) await g.agent('POST', '/io_poll_delay', { device, value: -1 }).catch(() => undefined);
+    await g.agent('POST', '/bpf/stats', { enable: false }).catch(() => undefined);
   }
   session.wallSeconds = (Date.now() - t0) / 1000;
   return session;

@@ -71,6 +71,8 @@ export interface RunRecord {
 export interface LoaderSnap {
   hists: { dev: string; kind: string; count: number; sum: number; aux0: number; aux1: number }[];
   devs: { dev: string; polled_ios: number }[];
+  /** per program run time (ns) while kernel.bpf_stats_enabled=1 */
+  progs?: Record<string, { run_ns?: number }>;
 }
 
 /** What every guest session records about its boot, trixie's and the legacy one's. */
