@@ -43,7 +43,7 @@ function host() {
     return {
       takenAtMs: Date.now(),
       bpf,
-      bpfStatus: { mode: 'auto', state: 'running', reason: '', loaderRestarts: 0 },
+      bpfStatus: { mode: 'auto', state: 'running', cause: 'ok', reason: '', loaderRestarts: 0 },
       collectors: [],
       host: {
         features: {},

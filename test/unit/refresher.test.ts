@@ -9,7 +9,7 @@ import type { Snapshot } from '../../src/snapshot/types.js';
 
 const snap = (n: number): Snapshot => ({
   takenAtMs: n,
-  bpfStatus: { mode: 'off', state: 'disabled', reason: 'test', loaderRestarts: 0 },
+  bpfStatus: { mode: 'off', state: 'disabled', cause: 'disabled_by_flag', reason: 'test', loaderRestarts: 0 },
   collectors: [],
   pollStatAges: [],
   hctxTotals: [],
