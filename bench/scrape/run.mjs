@@ -15,6 +15,15 @@
 // Our exporter runs once per --histograms exposition in each pair: `default` (no flag: full
 // buckets for io_latency only) as "hybridpoll" and `all` (--bpf.histograms=all, every histogram in
 // full, what issue 7's targets are stated for) as "hybridpoll (all)"; e.g. --histograms all alone.
+// Collection: those rows run the refresh loop at --interval (default 15s, serve's default), with
+// scrapes --pace ms apart (25); their CPU per scrape is the run's CPU over its scrapes, with the
+// collections that fell in the run. At 15 s a run of 200 scrapes (~5-10 s, after the collections
+// at start) rarely holds a collection: the scrape cost alone. --interval 1s makes scrapes meet
+// collections in progress (a stress: 15 times the default collection rate). Rows "@0" run
+// --collector.interval=0 (a collection per scrape, back to back, as before the refresh loop):
+// their CPU per scrape is the cost of one collection, what the host pays every interval.
+// --no-per-scrape leaves them out. The baseline ("before") collects per scrape, back to back.
+// --node-options X repeats our rows with NODE_OPTIONS=X in the same pairs (V8 flags A/B).
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -40,6 +49,10 @@ const { values: opt } = parseArgs({
     'loader-runs': { type: 'string', default: '3' },
     baseline: { type: 'string' },
     histograms: { type: 'string', multiple: true, default: ['default', 'all'] },
+    interval: { type: 'string', default: '15s' },
+    pace: { type: 'string', default: '25' },
+    'no-per-scrape': { type: 'boolean', default: false },
+    'node-options': { type: 'string' },
   },
 });
 const SCRAPES = Number(opt.scrapes);
@@ -47,10 +60,20 @@ const WARMUP = Number(opt.warmup);
 const PAIRS = Number(opt.pairs);
 const DEVICES = opt.devices.split(',').map(Number);
 const BASE_CLI = opt.baseline ? resolve(opt.baseline, 'dist/cli.js') : undefined;
-/** Our exporter per --histograms value: "hybridpoll" for the default, "hybridpoll (all)" for all. */
-const OURS = new Map(opt.histograms.map((h) => [h === 'default' ? 'hybridpoll' : `hybridpoll (${h})`, h]));
+const PACE_MS = Number(opt.pace);
+/**
+ * Our exporter per --histograms value and collection mode: "hybridpoll" for the default
+ * exposition, "hybridpoll (all)" for all; " @0" for --collector.interval=0. Values: { h, interval }.
+ */
+const OURS = new Map();
+for (const h of opt.histograms) OURS.set(h === 'default' ? 'hybridpoll' : `hybridpoll (${h})`, { h, interval: opt.interval });
+if (!opt['no-per-scrape']) for (const h of opt.histograms) OURS.set(`${h === 'default' ? 'hybridpoll' : `hybridpoll (${h})`} @0`, { h, interval: '0' });
+// --node-options X: each of our rows again with NODE_OPTIONS=X, in the same pairs (A/B of V8 flags)
+if (opt['node-options']) for (const [k, v] of [...OURS]) OURS.set(`${k} [${opt['node-options']}]`, { ...v, nodeOptions: opt['node-options'] });
+/** The baseline checkout per exposition: "before", "before (all)". */
+const BEFORE = new Map(BASE_CLI ? opt.histograms.map((h) => [h === 'default' ? 'before' : `before (${h})`, { h }]) : []);
 /** Our exporter, or the baseline checkout's: both are "hybridpoll" to start() but for the file run. */
-const isOurs = (kind) => OURS.has(kind) || kind === 'before';
+const isOurs = (kind) => OURS.has(kind) || BEFORE.has(kind);
 /** The exposition the real loader's startup is timed with (startup does not depend on it). */
 const LOADER_KIND = [...OURS.keys()][0];
 
@@ -98,13 +121,16 @@ async function start(kind, host, devices, o = {}) {
   let env = process.env;
   const port = await freePort();
   if (isOurs(kind)) {
-    args = [kind === 'before' ? BASE_CLI : CLI, `--path.sysfs=${host.sys}`, `--path.debugfs=${host.debug}`, `--path.procfs=${host.proc}`, `--web.listen-address=127.0.0.1:${port}`, `--bpf.buckets=${opt.buckets}`];
-    // the baseline predates --bpf.histograms (and exposes every histogram in full)
-    if (OURS.has(kind) && OURS.get(kind) !== 'default') args.push(`--bpf.histograms=${OURS.get(kind)}`);
+    const v = OURS.get(kind) ?? BEFORE.get(kind);
+    args = [BEFORE.has(kind) ? BASE_CLI : CLI, `--path.sysfs=${host.sys}`, `--path.debugfs=${host.debug}`, `--path.procfs=${host.proc}`, `--web.listen-address=127.0.0.1:${port}`, `--bpf.buckets=${opt.buckets}`];
+    if (v.h !== 'default') args.push(`--bpf.histograms=${v.h}`);
+    // the baseline predates --collector.interval (it collects per scrape)
+    if (v.interval !== undefined) args.push(`--collector.interval=${v.interval}`);
+    if (v.nodeOptions) env = { ...env, NODE_OPTIONS: v.nodeOptions };
     if (o.realLoader) args.push('--bpf.enable=on');
     else if (IS_ROOT) {
       args.push('--bpf.enable=on', `--bpf.loader=${FAKE}`);
-      env = { ...process.env, HP_FAKE_DEVICES: String(devices) };
+      env = { ...env, HP_FAKE_DEVICES: String(devices) };
     } else args.push('--no-collector.bpf');
   } else {
     args = [`--path.sysfs=${host.sys}`, `--path.procfs=${host.proc}`, `--path.udev.data=${host.udev}`, `--web.listen-address=127.0.0.1:${port}`, '--collector.disable-defaults', '--collector.diskstats'];
@@ -117,6 +143,11 @@ async function start(kind, host, devices, o = {}) {
   const listening = await waitFor(async () => ((await fetch(url)).status === 200 ? performance.now() - t0 : undefined), `${kind} to listen`);
   const wantBpf = isOurs(kind) && (IS_ROOT || o.realLoader);
   const ready = wantBpf ? await waitFor(async () => ((await (await fetch(url)).text()).includes('hybridpoll_bpf_up 1') ? performance.now() - t0 : undefined), 'BPF data', 60_000) : listening;
+  // The model needs two BPF readings: with the refresh loop its families appear one interval after
+  // the loader is up. Measure the full body (not counted in the startup columns).
+  if (wantBpf && !o.realLoader && OURS.has(kind) && OURS.get(kind).interval !== '0') {
+    await waitFor(async () => (await (await fetch(url)).text()).includes('hybridpoll_optimal_sleep_seconds{'), 'model output', 120_000);
+  }
   return {
     pid: proc.pid,
     url,
@@ -132,7 +163,7 @@ async function start(kind, host, devices, o = {}) {
   };
 }
 
-async function measure(e) {
+async function measure(e, paceMs) {
   const scrape = async () => {
     const t0 = performance.now();
     const r = await fetch(e.url);
@@ -145,6 +176,7 @@ async function measure(e) {
   const lat = [];
   let last = '';
   for (let i = 0; i < SCRAPES; i++) {
+    if (paceMs) await sleep(paceMs);
     const r = await scrape();
     lat.push(r.ms);
     last = r.body;
@@ -166,7 +198,8 @@ async function measure(e) {
 async function oneRun(kind, host, devices) {
   const e = await start(kind, host, devices);
   try {
-    return await measure(e);
+    const refreshLoop = OURS.has(kind) && OURS.get(kind).interval !== '0';
+    return await measure(e, refreshLoop ? PACE_MS : 0);
   } finally {
     await e.stop();
   }
@@ -180,7 +213,7 @@ async function loaderStartup() {
   try {
     for (let i = 0; i < Number(opt['loader-runs']); i++) {
       for (const kind of BASE_CLI ? ['hybridpoll', 'before'] : ['hybridpoll']) {
-        const e = await start(kind === 'hybridpoll' ? LOADER_KIND : kind, host, 1, { realLoader: true });
+        const e = await start(kind === 'hybridpoll' ? LOADER_KIND : [...BEFORE.keys()][0], host, 1, { realLoader: true });
         // stderr arrives through its own pipe, possibly after the scrape that showed BPF up
         const loadMs = await waitFor(async () => Number(/msg="bpf loader running".* load_ms=(\d+)/.exec(e.log())?.[1]) || undefined, 'the loader log line', 5000).catch(() => NaN);
         runs[kind].push({ readyMs: e.readyMs, listeningMs: e.listeningMs, loadMs });
@@ -202,18 +235,18 @@ if (!haveNodeExporter) console.warn(`*** ${NODE_EXPORTER} missing (apt-get insta
 if (!IS_ROOT) console.warn('*** not root: the fake BPF loader cannot be started, our exporter runs without BPF histograms ***');
 
 const cpuModel = /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? '?';
-console.log(`scrape benchmark: ${SCRAPES} scrapes after ${WARMUP} warm-up, ${PAIRS} pairs (A B A B), --bpf.buckets=${opt.buckets}, --bpf.histograms ${opt.histograms.join(' / ')}`);
+console.log(`scrape benchmark: ${SCRAPES} scrapes after ${WARMUP} warm-up, ${PAIRS} pairs (A B A B), --bpf.buckets=${opt.buckets}, --bpf.histograms ${opt.histograms.join(' / ')}, refresh loop at --collector.interval=${opt.interval} with scrapes ${PACE_MS} ms apart${opt['no-per-scrape'] ? '' : ', and @0 rows (a collection per scrape)'}`);
 console.log(`host: ${cpuModel}, ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} load, node ${process.version}`);
 
 const rows = [];
 for (const n of DEVICES) {
   const host = makeHost(n);
-  const runs = { ...Object.fromEntries([...OURS.keys()].map((k) => [k, []])), node_exporter: [], before: [] };
+  const runs = { ...Object.fromEntries([...OURS.keys(), ...BEFORE.keys()].map((k) => [k, []])), node_exporter: [] };
   try {
     for (let p = 0; p < PAIRS; p++) {
       for (const kind of OURS.keys()) runs[kind].push(await oneRun(kind, host, n));
       if (haveNodeExporter) runs.node_exporter.push(await oneRun('node_exporter', host, n));
-      if (BASE_CLI) runs.before.push(await oneRun('before', host, n));
+      for (const kind of BEFORE.keys()) runs[kind].push(await oneRun(kind, host, n));
     }
   } finally {
     host.dispose();
@@ -233,13 +266,15 @@ console.log(line(Array(11).fill('---')));
 for (const n of DEVICES) {
   const oursAll = [...OURS.keys()].map((k) => rows.find((x) => x.devices === n && x.kind === k));
   const ne = rows.find((x) => x.devices === n && x.kind === 'node_exporter');
-  const before = rows.find((x) => x.devices === n && x.kind === 'before');
-  for (const r of [...oursAll, ne, before]) {
+  const befores = [...BEFORE.keys()].map((k) => rows.find((x) => x.devices === n && x.kind === k));
+  for (const r of [...oursAll, ne, ...befores]) {
     if (r) console.log(line([r.devices, r.kind, fmt(r.p50, 2), fmt(r.p99, 2), fmt(r.cpuMs, 2), fmt(r.rssMiB), fmt(r.hwmMiB), r.series, fmt(r.kib), fmt(r.listeningMs, 0), fmt(r.startupMs, 0)]));
   }
   for (const ours of oursAll) {
     if (!ours) continue;
     const tag = ours.kind === 'hybridpoll' ? '' : ours.kind.slice('hybridpoll'.length);
+    // the baseline row of the same exposition
+    const before = befores.find((b) => b && b.kind === `before${tag.replace(/ @0| \[.*\]/g, '')}`);
     if (ne) {
       const q = (a, b) => (b > 0 ? `×${(a / b).toFixed(1)}` : '–');
       console.log(line([n, `ratio${tag}`, q(ours.p50, ne.p50), q(ours.p99, ne.p99), q(ours.cpuMs, ne.cpuMs), q(ours.rssMiB, ne.rssMiB), q(ours.hwmMiB, ne.hwmMiB), q(ours.series, ne.series), q(ours.kib, ne.kib), q(ours.listeningMs, ne.listeningMs), q(ours.startupMs, ne.startupMs)]));

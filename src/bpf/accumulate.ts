@@ -12,126 +12,132 @@ interface Total {
 }
 
 interface HistTotal {
-  base: Float64Array;
+  /** what earlier runs (or resets within a run) counted; undefined while that is nothing */
+  base?: Float64Array;
   baseSum: number;
   baseAux0: number;
   baseAux1: number;
   last?: BucketHist;
 }
 
+/**
+ * Counters are kept in groups (`c` the totals, `d:<dev>` per device, `p:<program>`, `r:<ring>`),
+ * so that building one device's record reads that device's counters only: a flat map scanned per
+ * device was quadratic in the device count (64 devices: a third of the BPF collector's time).
+ */
 export class RestartAccumulator {
   private run = 0;
-  private readonly counters = new Map<string, Total>();
-  private readonly hists = new Map<string, HistTotal>();
+  private readonly groups = new Map<string, Map<string, Total>>();
+  /** dev → kind → totals */
+  private readonly hists = new Map<string, Map<HistKind, HistTotal>>();
   /** ring id → the run in which it was last reported */
   private readonly ringSeen = new Map<string, number>();
 
   /** A new loader process: its counts start from zero. */
   newRun(): void {
     this.run += 1;
-    for (const t of this.counters.values()) {
-      t.base += t.last;
-      t.last = 0;
+    for (const g of this.groups.values()) {
+      for (const t of g.values()) {
+        t.base += t.last;
+        t.last = 0;
+      }
     }
-    for (const h of this.hists.values()) fold(h);
+    for (const kinds of this.hists.values()) for (const h of kinds.values()) fold(h);
   }
 
   /** Every device with accumulated totals ("major:minor"). */
   devices(): string[] {
-    const devs = new Set(this.knownDevs('d'));
-    for (const key of this.hists.keys()) devs.add(key.split('/')[0]!);
+    const devs = new Set(this.knownDevs());
+    for (const dev of this.hists.keys()) devs.add(dev);
     return [...devs];
   }
 
   /** Drops a device that no longer exists: its series end instead of lingering forever. */
   forget(dev: string): void {
-    for (const key of [...this.counters.keys()]) if (key.startsWith(`d:${dev}:`)) this.counters.delete(key);
-    for (const key of [...this.hists.keys()]) if (key.startsWith(`${dev}/`)) this.hists.delete(key);
+    this.groups.delete(`d:${dev}`);
+    this.hists.delete(dev);
   }
 
   /** The restart-adjusted snapshot for a raw one of the current run. */
   apply(raw: BpfSnapshot): BpfSnapshot {
     const counters = this.counterRecord('c', raw.counters);
     const deviceCounters: Record<string, Record<string, number>> = {};
-    const devs = new Set([...Object.keys(raw.deviceCounters), ...this.knownDevs('d')]);
+    const devs = new Set([...Object.keys(raw.deviceCounters), ...this.knownDevs()]);
     for (const dev of devs) deviceCounters[dev] = this.counterRecord(`d:${dev}`, raw.deviceCounters[dev] ?? {});
 
     for (const d of raw.devices) {
-      for (const [kind, h] of Object.entries(d.hists) as [HistKind, BucketHist][]) this.seeHist(`${d.dev}/${kind}`, h);
+      for (const [kind, h] of Object.entries(d.hists) as [HistKind, BucketHist][]) this.seeHist(d.dev, kind, h);
     }
-    const byDev = new Map<string, Partial<Record<HistKind, BucketHist>>>();
-    for (const [key, t] of this.hists) {
-      const [dev, kind] = key.split('/') as [string, HistKind];
-      const m = byDev.get(dev) ?? {};
-      m[kind] = histTotal(t);
-      byDev.set(dev, m);
-    }
+    const rawDevices = new Map(raw.devices.map((d) => [d.dev, d]));
+    const devices = [...this.hists].map(([dev, kinds]) => {
+      const hists: Partial<Record<HistKind, BucketHist>> = {};
+      for (const [kind, t] of kinds) hists[kind] = histTotal(t);
+      return { ...rawDevices.get(dev), dev, hists };
+    });
 
     const programs: Record<string, BpfProgramStatus> = {};
     for (const [name, p] of Object.entries(raw.programs)) {
       programs[name] = { ...p };
-      if (p.runTimeNs !== undefined) programs[name].runTimeNs = this.see(`p:${name}:run_ns`, p.runTimeNs);
-      if (p.runCount !== undefined) programs[name].runCount = this.see(`p:${name}:run_cnt`, p.runCount);
+      if (p.runTimeNs !== undefined) programs[name].runTimeNs = this.see(`p:${name}`, 'run_ns', p.runTimeNs);
+      if (p.runCount !== undefined) programs[name].runCount = this.see(`p:${name}`, 'run_cnt', p.runCount);
     }
 
     return {
       ...raw,
       programs,
-      devices: [...byDev.entries()].map(([dev, hists]) => ({ ...raw.devices.find((d) => d.dev === dev), dev, hists })),
+      devices,
       rings: this.rings(raw.rings),
       counters,
       deviceCounters,
     };
   }
 
-  private see(key: string, v: number): number {
-    const t = this.counters.get(key) ?? { base: 0, last: 0 };
+  private see(group: string, name: string, v: number): number {
+    let g = this.groups.get(group);
+    if (!g) this.groups.set(group, (g = new Map()));
+    let t = g.get(name);
+    if (!t) g.set(name, (t = { base: 0, last: 0 }));
     if (v < t.last) t.base += t.last; // reset within the run
     t.last = v;
-    this.counters.set(key, t);
     return t.base + t.last;
   }
 
-  private counterRecord(prefix: string, cur: Record<string, number>): Record<string, number> {
-    for (const [k, v] of Object.entries(cur)) this.see(`${prefix}:${k}`, v);
+  /** Every counter of the group ever seen (the current ones updated), as a record. */
+  private counterRecord(group: string, cur: Record<string, number>): Record<string, number> {
+    for (const [k, v] of Object.entries(cur)) this.see(group, k, v);
     const out: Record<string, number> = {};
-    const p = `${prefix}:`;
-    for (const [key, t] of this.counters) {
-      const name = key.slice(p.length);
-      if (key.startsWith(p) && !name.includes(':')) out[name] = t.base + t.last;
-    }
+    for (const [name, t] of this.groups.get(group) ?? []) out[name] = t.base + t.last;
     return out;
   }
 
-  private knownDevs(prefix: string): string[] {
-    const devs = new Set<string>();
-    for (const key of this.counters.keys()) {
-      const m = new RegExp(`^${prefix}:(\\d+:\\d+):`).exec(key);
-      if (m?.[1]) devs.add(m[1]);
-    }
-    return [...devs];
+  /** Devices with counters. */
+  private knownDevs(): string[] {
+    const devs: string[] = [];
+    for (const g of this.groups.keys()) if (g.startsWith('d:')) devs.push(g.slice(2));
+    return devs;
   }
 
-  private seeHist(key: string, h: BucketHist): void {
-    const t = this.hists.get(key) ?? { base: new Float64Array(NB), baseSum: 0, baseAux0: 0, baseAux1: 0 };
+  private seeHist(dev: string, kind: HistKind, h: BucketHist): void {
+    let kinds = this.hists.get(dev);
+    if (!kinds) this.hists.set(dev, (kinds = new Map()));
+    let t = kinds.get(kind);
+    if (!t) kinds.set(kind, (t = { baseSum: 0, baseAux0: 0, baseAux1: 0 }));
     if (t.last && h.count < t.last.count) fold(t);
     t.last = h;
-    this.hists.set(key, t);
   }
 
   /** Rings of the current run; a ring reported earlier in this run and now absent has exited. */
   private rings(cur: BpfRing[]): BpfRing[] {
     const out = cur.map((r) => {
       this.ringSeen.set(r.ring, this.run);
-      return { ...r, sleeps: this.see(`r:${r.ring}:sleeps`, r.sleeps), iopollPasses: this.see(`r:${r.ring}:passes`, r.iopollPasses) };
+      return { ...r, sleeps: this.see(`r:${r.ring}`, 'sleeps', r.sleeps), iopollPasses: this.see(`r:${r.ring}`, 'passes', r.iopollPasses) };
     });
     const present = new Set(cur.map((r) => r.ring));
     for (const [ring, seen] of this.ringSeen) {
       // gone within this run (process exited), or not back for a whole run after a restart
       if (!present.has(ring) && (seen === this.run || seen < this.run - 1)) {
         this.ringSeen.delete(ring);
-        this.counters.delete(`r:${ring}:sleeps`);
-        this.counters.delete(`r:${ring}:passes`);
+        this.groups.delete(`r:${ring}`);
       }
     }
     return out;
@@ -140,16 +146,31 @@ export class RestartAccumulator {
 
 function fold(t: HistTotal): void {
   if (!t.last) return;
-  for (const [i, c] of t.last.buckets) t.base[i] = (t.base[i] ?? 0) + c;
+  const base = (t.base ??= new Float64Array(NB));
+  for (const [i, c] of t.last.buckets) base[i] = base[i]! + c;
   t.baseSum += t.last.sumNs;
   t.baseAux0 += t.last.aux0;
   t.baseAux1 += t.last.aux1;
   t.last = undefined;
 }
 
+/** Buckets ascending by index, none empty, count their sum: what histTotal returns. */
+function canonical(h: BucketHist): boolean {
+  let sum = 0;
+  for (let j = 0; j < h.buckets.length; j++) {
+    const [i, c] = h.buckets[j]!;
+    if (!(c > 0) || (j > 0 && i <= h.buckets[j - 1]![0])) return false;
+    sum += c;
+  }
+  return sum === h.count;
+}
+
 function histTotal(t: HistTotal): BucketHist {
-  const dense = Float64Array.from(t.base);
-  for (const [i, c] of t.last?.buckets ?? []) dense[i] = (dense[i] ?? 0) + c;
+  // Nothing from earlier runs (the usual case): the current reading is the total. It is a fresh
+  // object per reading that nothing mutates, so it is passed on as it is.
+  if (!t.base && t.last && canonical(t.last)) return t.last;
+  const dense = t.base ? Float64Array.from(t.base) : new Float64Array(NB);
+  for (const [i, c] of t.last?.buckets ?? []) dense[i] = dense[i]! + c;
   const buckets: [number, number][] = [];
   let count = 0;
   dense.forEach((c, i) => {

@@ -20,6 +20,8 @@ export interface LoaderClientOptions {
   onNewRun?: () => void;
   /** stop retrying after this many consecutive runs that never got to their hello line */
   giveUpAfter?: number;
+  /** called when a run says hello (its programs are loaded): the state is then 'running' */
+  onRunning?: () => void;
   /** called once when the client gives up; the state is then 'stopped' */
   onGiveUp?: (why: string) => void;
 }
@@ -160,6 +162,7 @@ export class LoaderClient {
           ...(failed.length ? { not_attached: failed.join('; ') } : {}),
           load_ms: Math.round(m.loadUs / 1000),
         });
+        this.o.onRunning?.();
         return;
       }
       case 'snap': {

@@ -33,6 +33,8 @@ export interface BpfCollectorOptions {
   paths?: { procStatus?: string; btf?: string; sysfs?: string };
   /** --collector.device-include/-exclude: per-device series of other devices are dropped */
   filter?: DeviceFilter;
+  /** called when a loader run is up and can answer (serve's refresh loop reads it at once) */
+  onRunning?: () => void;
 }
 
 /** Whether the filter restricts anything (otherwise every device passes). */
@@ -104,6 +106,7 @@ export class BpfCollector implements BpfSource {
       ...(o.client?.handshakeTimeoutMs ? { handshakeTimeoutMs: o.client.handshakeTimeoutMs } : {}),
       ...(o.client?.backoff ? { backoff: o.client.backoff } : {}),
       onNewRun: () => c.acc.newRun(),
+      ...(o.onRunning ? { onRunning: o.onRunning } : {}),
       // auto: a loader that cannot even load here (lockdown, a kernel without usable BPF) is not
       // retried forever; on: keep trying, the operator asked for BPF
       ...(o.mode === 'auto'

@@ -54,6 +54,11 @@ export function durationArg(v: string): number {
   return n * mult;
 }
 
+/** A duration, or 0 (the interval flags' "off"). */
+export function durationOrZeroArg(v: string): number {
+  return /^0+(\.0+)?(ms|s|m|h)?$/.test(v.trim()) ? 0 : durationArg(v);
+}
+
 /** --bpf.histograms: the histograms exposed with all their buckets (see src/metrics/bpf.ts). */
 export function histogramListArg(v: string): string[] {
   try {

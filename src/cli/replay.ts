@@ -67,8 +67,11 @@ export async function replayApp(o: ReplayAppOptions): Promise<{ app: Express; en
         : o.log.debug('replay looped', { file: o.file, pass: e.pass }),
   });
   const engine = new SnapshotEngine(reader, new EfficiencyModel({ windowSeconds: o.windowSeconds, latencyBudget: o.latencyBudget }));
+  // Replay takes a snapshot per scrape (single-flight), as serve with --collector.interval=0: the
+  // recording paces the data (the frame due at the scrape's wall-clock time), and reading a frame
+  // costs no host I/O.
   const app = createApp({
-    engine,
+    source: engine,
     log: o.log,
     ...(o.withProcessMetrics ? { processMetrics: processRegistry() } : {}),
     ...(o.metricsPath ? { metricsPath: o.metricsPath } : {}),

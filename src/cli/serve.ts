@@ -5,9 +5,13 @@ import { disabledBpf, type BpfSource } from '../bpf/source.js';
 import { createLogger, type Logger } from '../log.js';
 import { SnapshotEngine } from '../snapshot/engine.js';
 import { liveReader } from '../snapshot/live.js';
+import { Refresher, type SnapshotSource } from '../snapshot/refresher.js';
 import { HostReader } from '../sources/reader.js';
 import { VERSION } from '../version.js';
-import { addHostOptions, addWebOptions, hostOptionsOf, type HostOptions, type ListenAddress } from './common.js';
+import { addHostOptions, addWebOptions, durationOrZeroArg, hostOptionsOf, parsed, type HostOptions, type ListenAddress } from './common.js';
+
+/** Default --collector.interval: collection every 15 s, scrapes serve the latest (Prometheus' usual scrape interval). */
+export const DEFAULT_COLLECTOR_INTERVAL = '15s';
 
 export function hostReaderOf(o: HostOptions): HostReader {
   return new HostReader({
@@ -18,9 +22,10 @@ export function hostReaderOf(o: HostOptions): HostReader {
 }
 
 /** The BPF collector per --bpf.enable and --no-collector.bpf. */
-export async function bpfSourceOf(o: HostOptions, log: Logger): Promise<BpfSource> {
+export async function bpfSourceOf(o: HostOptions, log: Logger, onRunning?: () => void): Promise<BpfSource> {
   if (!o.collectors.bpf || o.bpf.enable === 'off') return disabledBpf('disabled by flag');
   return BpfCollector.create({
+    ...(onRunning ? { onRunning } : {}),
     mode: o.bpf.enable,
     ...(o.bpf.loader ? { loader: o.bpf.loader } : {}),
     timeoutMs: o.bpf.timeoutMs,
@@ -35,6 +40,9 @@ export function serveCommand(): Command {
   const cmd = new Command('serve')
     .description('serve Prometheus metrics of this host (the default command)');
   addWebOptions(cmd);
+  cmd.addOption(parsed('--collector.interval <duration>',
+    'collect (read the host, the BPF maps, run the model, render) every this long; scrapes serve the latest collection and its age (hybridpoll_snapshot_age_seconds); 0 collects on every scrape, concurrent scrapes sharing one collection',
+    durationOrZeroArg, DEFAULT_COLLECTOR_INTERVAL));
   addHostOptions(cmd);
   cmd.action(async (raw: Record<string, unknown>, self: Command) => {
     const o = hostOptionsOf(raw, self);
@@ -46,16 +54,31 @@ export function serveCommand(): Command {
     // Loaded here so that --help, --version and the other commands do not load them. The loader
     // starts after them: started first, to overlap its program load with module loading, it made
     // startup to BPF data slower on a busy 2-core machine (paired runs, bench/README.md).
-    const [{ createApp }, { listenWeb }, { processRegistry }, { EfficiencyModel }] = await Promise.all([
+    const [{ createApp }, { ScrapeBodies }, { listenWeb }, { processRegistry }, { EfficiencyModel }] = await Promise.all([
       import('../http/server.js'),
+      import('../http/bodies.js'),
       web ?? import('../http/webServer.js'),
       import('../metrics/render.js'),
       import('../model/index.js'),
     ]);
-    const bpf = await bpfSourceOf(o, log);
+    const intervalSeconds = raw['collector.interval'] as number;
+    // A loader that has just come up (at start, or after a restart) is read at once, not at the
+    // next tick: the first collection runs before the loader's programs are loaded.
+    let refresher: Refresher | undefined;
+    const bpf = await bpfSourceOf(o, log, () => refresher?.requestNow());
     const model = o.collectors.model ? new EfficiencyModel({ windowSeconds: o.model.windowSeconds, latencyBudget: o.model.latencyBudget }) : undefined;
     const engine = new SnapshotEngine(liveReader(hostReaderOf(o), bpf, log, o.collectors.bpf), model, log);
-    const app = createApp({ engine, log, processMetrics: processRegistry(), metricsPath: raw['web.telemetryPath'] as string, bpf: { keepEvery: o.bpf.bucketsKeepEvery, fullHistograms: o.bpf.fullHistograms } });
+    const exposition = { keepEvery: o.bpf.bucketsKeepEvery, fullHistograms: o.bpf.fullHistograms };
+    const refresh = intervalSeconds > 0 ? { intervalSeconds, skippedTicks: () => refresher?.skippedTicks ?? 0 } : undefined;
+    const bodies = new ScrapeBodies({ bpf: exposition, processMetrics: processRegistry(), ...(refresh ? { refresh } : {}) });
+    let source: SnapshotSource = engine;
+    if (refresh) {
+      // Each collection renders its Prometheus text before it is served; OpenMetrics on first request.
+      refresher = new Refresher({ take: () => engine.snapshot(), intervalMs: intervalSeconds * 1000, prepare: (s) => bodies.cached(s, 'prometheus').then(() => {}), log });
+      refresher.start();
+      source = refresher;
+    }
+    const app = createApp({ source, log, bodies, metricsPath: raw['web.telemetryPath'] as string, ...(refresh ? { refresh } : {}) });
     const addr = raw['web.listenAddress'] as ListenAddress;
     const server = listenWeb(app, { ...addr, metricsPath: raw['web.telemetryPath'] as string, ...(webConfigFile !== undefined ? { configFile: webConfigFile } : {}) }, log);
     server.on('listening', () => {
@@ -69,6 +92,7 @@ export function serveCommand(): Command {
     });
     const stop = async (signal: string) => {
       log.info('shutting down', { signal });
+      refresher?.stop();
       server.close();
       await bpf.stop();
       process.exit(0);

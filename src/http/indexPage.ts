@@ -4,7 +4,8 @@ import { VERSION } from '../version.js';
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-export function indexPage(s: Snapshot | undefined, metricsPath: string): string {
+/** refreshSeconds: the collection interval (--collector.interval); undefined when every scrape collects. */
+export function indexPage(s: Snapshot | undefined, metricsPath: string, refreshSeconds?: number): string {
   const rows = (s?.collectors ?? [])
     .map((c) => `<tr><td>${esc(c.name)}</td><td class="${c.success ? 'ok' : 'bad'}">${c.success ? 'ok' : 'failed'}</td>` +
       `<td>${(c.durationSeconds * 1000).toFixed(1)} ms</td><td>${esc(c.error ?? '')}</td></tr>`)
@@ -22,6 +23,7 @@ export function indexPage(s: Snapshot | undefined, metricsPath: string): string 
 <body><h1>hybridpoll-exporter</h1>
 <p>Version ${esc(VERSION)}. How much CPU NVMe hybrid polling wastes, and what the best sleep would have been.</p>
 <p><a href="${esc(metricsPath)}">Metrics</a> · <a href="/healthz">Health</a></p>
+<p>${s ? `Snapshot taken ${esc(new Date(s.takenAtMs).toISOString())}` : 'No snapshot yet'}; ${refreshSeconds ? `collected every ${refreshSeconds} s, scrapes serve the latest` : 'collected on every scrape'}.</p>
 <h2>Kernel</h2>
 <p>Era: <code>${esc(era?.era ?? 'not read yet')}</code> (${esc(era?.evidence ?? '')}: ${esc(era?.reason ?? '')})</p>
 <h2>Sources</h2>

@@ -2,7 +2,8 @@
 // serializer (exposition.ts). prom-client still collects process_* and nodejs_* and names the
 // content types.
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { fromPromClient, serialize, type Format } from './exposition.js';
+import { runStepsYielding, nextTurn } from '../steps.js';
+import { fromPromClient, serialize, serializeSteps, type Format } from './exposition.js';
 import type { MetricFamily } from './family.js';
 
 export type { Format } from './exposition.js';
@@ -28,4 +29,19 @@ export async function render(families: MetricFamily[], format: Format, extra?: R
   // Process metrics are read as data and written by the same serializer, so the format is consistent.
   const process = extra ? (await extra.getMetricsAsJSON()).map(fromPromClient) : [];
   return serialize([...families, ...process], format);
+}
+
+/**
+ * render() for the refresh loop: family groups (metrics/index.ts familyGroups) built and
+ * serialized with a turn of the event loop between groups and between families, so a scrape that
+ * arrives during a refresh is served at once from the previous body.
+ */
+export async function renderYielding(groups: readonly (() => MetricFamily[])[], format: Format, extra?: Registry): Promise<string> {
+  const families: MetricFamily[] = [];
+  for (const g of groups) {
+    families.push(...g());
+    await nextTurn();
+  }
+  const process = extra ? (await extra.getMetricsAsJSON()).map(fromPromClient) : [];
+  return runStepsYielding(serializeSteps([...families, ...process], format));
 }

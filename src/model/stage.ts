@@ -1,6 +1,7 @@
 // The model as a stage of the snapshot engine: fed every snapshot in order, it keeps the sliding
 // window and the wasted-CPU-seconds counters, and analyses every device with BPF data.
 import type { ModelStage } from '../snapshot/engine.js';
+import { runSteps } from '../steps.js';
 import type { Snapshot } from '../snapshot/types.js';
 import { analyse, deviceContext } from './analyse.js';
 import type { AnalyseOptions, ModelResult, ModelTarget } from './types.js';
@@ -25,6 +26,11 @@ export class EfficiencyModel implements ModelStage {
   }
 
   update(snapshot: Snapshot): ModelResult {
+    return runSteps(this.updateSteps(snapshot));
+  }
+
+  /** update() one device at a time: yields after each device's analysis (src/steps.ts). */
+  *updateSteps(snapshot: Snapshot): Generator<void, ModelResult> {
     const bpf = snapshot.bpf;
     const targets: ModelTarget[] = [];
     // Without a BPF reading (collector failed this scrape) keep all state: the counters must not
@@ -41,10 +47,14 @@ export class EfficiencyModel implements ModelStage {
         if (target) targets.push(target);
         // A device's counter starts with its first analysis and lives while the device is present.
         const w = this.wasted.get(dev) ?? (target ? { device: ctx.device, seconds: 0 } : undefined);
-        if (!w) continue;
+        if (!w) {
+          yield;
+          continue;
+        }
         w.device = ctx.device;
         w.seconds += target ? this.wastedSince(dev, target) : 0;
         this.wasted.set(dev, w);
+        yield;
       }
     }
     return {

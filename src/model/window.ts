@@ -6,7 +6,7 @@
 //  - SlidingWindow keeps those totals by time, bounded by the window (and an entry cap), and
 //    diffs the latest entry against the oldest one within the window that has the same epoch.
 import type { BpfSnapshot, BucketHist, HistKind } from '../bpf/types.js';
-import { counterIncrease, emptyHist, histIncrease, histSum, histDelta, checkHist } from './hist.js';
+import { counterIncrease, histReset, histSum, histDelta, checkHist } from './hist.js';
 
 export interface DeviceTotals {
   dev: string;
@@ -25,6 +25,12 @@ interface RawDevice {
 export class Accumulator {
   private raw = new Map<string, RawDevice>();
   private totals = new Map<string, DeviceTotals>();
+  /**
+   * Per device and kind, what the totals hold beyond the current raw reading (the counts before
+   * each reset); absent while that is nothing. Totals = offset + raw, so a series that never reset
+   * (the usual case) is passed on as read, without bucket arithmetic per histogram and snapshot.
+   */
+  private offsets = new Map<string, Partial<Record<HistKind, BucketHist>>>();
   private epochs = 0;
 
   /** Feed one BPF reading; returns the totals of every device in it. Throws on malformed histograms. */
@@ -36,23 +42,37 @@ export class Accumulator {
     }
     for (const [dev, counters] of Object.entries(bpf.deviceCounters)) if (!raw.has(dev)) raw.set(dev, { hists: {}, counters });
 
+    const names = new Map(bpf.devices.map((d) => [d.dev, d.device]));
     const next = new Map<string, DeviceTotals>();
+    const offsets = new Map<string, Partial<Record<HistKind, BucketHist>>>();
     for (const [dev, cur] of raw) {
       const prevRaw = this.raw.get(dev);
       const prev = this.totals.get(dev);
+      const off: Partial<Record<HistKind, BucketHist>> = { ...this.offsets.get(dev) };
       const hists: Partial<Record<HistKind, BucketHist>> = { ...prev?.hists };
       for (const [k, h] of Object.entries(cur.hists) as [HistKind, BucketHist][]) {
-        hists[k] = histSum(hists[k] ?? emptyHist(), histIncrease(prevRaw?.hists[k], h));
+        const p = prevRaw?.hists[k];
+        // After a reset, or when the series was absent from the last reading, everything in h is
+        // new (as PromQL increase()): the totals so far become the offset.
+        if (!p || histReset(p, h)) {
+          const before = prev?.hists[k];
+          if (before && before.count + before.sumNs + before.aux0 + before.aux1 > 0) off[k] = before;
+          else delete off[k];
+        }
+        const o = off[k];
+        hists[k] = o ? histSum(o, h) : h;
       }
       const counters: Record<string, number> = { ...prev?.counters };
       for (const [k, v] of Object.entries(cur.counters)) {
         if (Number.isFinite(v) && v >= 0) counters[k] = (counters[k] ?? 0) + counterIncrease(prevRaw?.counters[k], v);
       }
-      const name = bpf.devices.find((d) => d.dev === dev)?.device ?? prev?.device;
+      const name = names.get(dev) ?? prev?.device;
       next.set(dev, { dev, ...(name ? { device: name } : {}), epoch: prev?.epoch ?? ++this.epochs, hists, counters });
+      if (Object.keys(off).length) offsets.set(dev, off);
     }
     this.raw = raw;
     this.totals = next;
+    this.offsets = offsets;
     return next;
   }
 }

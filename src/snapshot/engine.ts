@@ -1,9 +1,12 @@
-// The snapshot engine: one consistent snapshot per scrape, shared by every concurrent scrape
-// (single-flight). Inputs come from a reader (live files and BPF, or a recording).
+// The snapshot engine: one consistent snapshot at a time, shared by every caller that asks while
+// it is taken (single-flight): every concurrent scrape with --collector.interval=0, the refresh
+// loop otherwise (refresher.ts). Inputs come from a reader (live files and BPF, or a recording).
 import type { ModelResult } from '../model/types.js';
 import { derive, emptyDeriveState, type DeriveState } from './derive.js';
 import type { Logger } from '../log.js';
+import { runStepsYielding } from '../steps.js';
 import { collectorLog } from './collectorLog.js';
+import type { SnapshotSource } from './refresher.js';
 import type { CollectorResult, Snapshot, SnapshotInputs } from './types.js';
 
 export type InputReader = () => Promise<SnapshotInputs>;
@@ -11,9 +14,11 @@ export type InputReader = () => Promise<SnapshotInputs>;
 /** The efficiency model as the engine sees it: fed every snapshot in order, keeps its own window. */
 export interface ModelStage {
   update(snapshot: Snapshot): ModelResult;
+  /** the same as steps (one per device): the engine lets the event loop run between them */
+  updateSteps?(snapshot: Snapshot): Generator<void, ModelResult>;
 }
 
-export class SnapshotEngine {
+export class SnapshotEngine implements SnapshotSource {
   private inFlight?: Promise<Snapshot>;
   private state: DeriveState = emptyDeriveState();
   private last?: Snapshot;
@@ -31,7 +36,7 @@ export class SnapshotEngine {
     if (log) this.noteModel = collectorLog(log);
   }
 
-  /** The snapshot for this scrape. Scrapes arriving while one is being read share it. */
+  /** A new snapshot. Callers arriving while one is being taken share it. */
   snapshot(): Promise<Snapshot> {
     this.inFlight ??= this.take().finally(() => {
       this.inFlight = undefined;
@@ -54,7 +59,8 @@ export class SnapshotEngine {
       const t0 = performance.now();
       let result: CollectorResult;
       try {
-        snap.model = this.model.update(snap);
+        // Step by step, so that a scrape arriving meanwhile is served (tens of ms at 64 devices).
+        snap.model = this.model.updateSteps ? await runStepsYielding(this.model.updateSteps(snap)) : this.model.update(snap);
         result = { name: 'model', success: true, durationSeconds: (performance.now() - t0) / 1000 };
       } catch (e) {
         result = { name: 'model', success: false, durationSeconds: (performance.now() - t0) / 1000, error: e instanceof Error ? e.message : String(e) };

@@ -31,7 +31,8 @@ describe.skipIf(skip)('exporter survives SIGKILL of its loader (root)', () => {
   beforeAll(async () => {
     ensureLoader();
     loop = loopDevice(64);
-    exp = await startExporter(['--bpf.enable=on']);
+    // Collection every 250 ms: the scrapes below follow the loader's restart closely.
+    exp = await startExporter(['--bpf.enable=on', '--collector.interval=250ms']);
   });
   afterAll(async () => {
     await exp?.stop();

@@ -12,7 +12,7 @@ describe('command line', () => {
     for (const flag of [
       '--web.listen-address', '--web.telemetry-path', '--path.sysfs', '--path.debugfs', '--path.procfs',
       '--collector.device-include', '--collector.device-exclude', '--collector.bpf', '--no-collector.debugfs',
-      '--bpf.enable', '--model.window', '--log.level',
+      '--bpf.enable', '--model.window', '--log.level', '--collector.interval',
     ]) {
       expect(r.stdout, flag).toContain(flag);
     }
@@ -24,6 +24,7 @@ describe('command line', () => {
     [['--web.listen-address', 'nowhere'], /expected \[host\]:port/],
     [['--collector.device-include', '('], /not a valid regular expression/],
     [['--model.window', 'soon'], /expected a duration/],
+    [['--collector.interval', 'often'], /expected a duration/],
     [['--collector.device-include', 'nvme', '--collector.device-exclude', 'loop'], /mutually exclusive/],
   ])('rejects %j with a one-line reason and a non-zero exit', (args, reason) => {
     const r = run(args);

@@ -25,6 +25,7 @@ function normalise(text: string): string {
     .split('\n')
     .filter((l) => !/^hybridpoll_scrape_collector_duration_seconds\{/.test(l))
     .map((l) => l.replace(/^(hybridpoll_build_info)\{.*\} 1$/, '$1{…} 1'))
+    .map((l) => l.replace(/^(hybridpoll_snapshot_age_seconds) \S+$/, '$1 …'))
     // Blank separators depend on which process_/nodejs_ families exist yet (GC metrics appear late).
     .filter((l) => l !== '')
     .join('\n');

@@ -12,6 +12,7 @@ import { createApp } from '../../src/http/server.js';
 import { createLogger } from '../../src/log.js';
 import { SnapshotEngine } from '../../src/snapshot/engine.js';
 import { liveReader } from '../../src/snapshot/live.js';
+import { Refresher } from '../../src/snapshot/refresher.js';
 import { HostReader } from '../../src/sources/reader.js';
 import { fdCount, leaks, rssBytes, sample, scrape, startExporter, systemState, type Exporter, type SystemState } from './helpers/proc.js';
 import { makeTree, pollStatText, writeDevice, type Tree } from './helpers/tree.js';
@@ -40,7 +41,7 @@ function run(o: autocannon.Options): Promise<autocannon.Result> {
 }
 
 describe('concurrent scrapes', () => {
-  it('100 clients arriving while a snapshot is being read all get that one snapshot (engine read count)', async () => {
+  it('--collector.interval=0: 100 clients arriving while a snapshot is being read all get that one snapshot (engine read count)', async () => {
     const log = createLogger('error');
     const host = new HostReader({ paths: { sysfs: tree.sys, debugfs: tree.debug, procfs: tree.proc }, filter: {}, collectors: { sysfs: true, debugfs: true, era: true } });
     const live = liveReader(host, disabledBpf('test'), log, false);
@@ -53,7 +54,7 @@ describe('concurrent scrapes', () => {
       await gate;
       return live();
     });
-    const app = createApp({ engine, log });
+    const app = createApp({ source: engine, log });
     const server = listenWeb((req: IncomingMessage, res: ServerResponse) => {
       if (++arrived === 100) release();
       app(req, res);
@@ -70,6 +71,33 @@ describe('concurrent scrapes', () => {
         expect(engine.reads).toBe(round); // one read per round of 100 scrapes
       }
     } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  it('refresh loop: 100 concurrent clients, 3 rounds, cause no read at all (served from the one refresh)', async () => {
+    const log = createLogger('error');
+    const host = new HostReader({ paths: { sysfs: tree.sys, debugfs: tree.debug, procfs: tree.proc }, filter: {}, collectors: { sysfs: true, debugfs: true, era: true } });
+    const engine = new SnapshotEngine(liveReader(host, disabledBpf('test'), log, false));
+    // An interval far beyond the test: the only read is the refresh at start.
+    const refresher = new Refresher({ take: () => engine.snapshot(), intervalMs: 3_600_000, log });
+    refresher.start();
+    const app = createApp({ source: refresher, log, refresh: { intervalSeconds: 3600, skippedTicks: () => refresher.skippedTicks } });
+    const server = listenWeb(app, { host: '127.0.0.1', port: 0, metricsPath: '/metrics' }, log);
+    await new Promise<void>((r) => server.once('listening', () => r()));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`;
+    try {
+      for (let round = 1; round <= 3; round++) {
+        const res = await run({ url, connections: 100, amount: 100, timeout: 30 });
+        expect(res['2xx']).toBe(100);
+        expect(res.non2xx + res.errors + res.timeouts).toBe(0);
+        expect(engine.reads).toBe(1);
+      }
+      const body = await (await fetch(url)).text();
+      expect(body).toMatch(/^hybridpoll_snapshot_age_seconds \d/m);
+      expect(body).toMatch(/^hybridpoll_device_info\{device="nvme0n1"/m);
+    } finally {
+      refresher.stop();
       await new Promise((r) => server.close(r));
     }
   });
@@ -98,7 +126,8 @@ const seriesCount = (text: string) => text.split('\n').filter((l) => l.startsWit
 
 describe('soak', () => {
   it('devices appearing and disappearing: series count returns to baseline, memory and fds stay bounded', async () => {
-    exp = await startExporter([...tree.args, '--no-collector.bpf']);
+    // A read per scrape: every scrape must see the devices written just before it.
+    exp = await startExporter([...tree.args, '--no-collector.bpf', '--collector.interval=0']);
     const e = exp;
     const baseline = seriesCount((await scrape(e.url)).text);
     const deadline = Date.now() + 90_000;
@@ -139,7 +168,7 @@ describe('soak', () => {
   it.skipIf(!IS_ROOT)('with BPF histograms and the model: memory plateaus once the model window is full', async () => {
     // The model keeps one entry per snapshot in its window, so memory follows scrapes × devices
     // until entries age out: with a 5 s window, growth must stop after 5 s of hammering.
-    exp = await startExporter([...tree.args, '--bpf.enable=on', `--bpf.loader=${FAKE}`, '--model.window=5s'], { env: { ...process.env, HP_FAKE_DEVICES: '8' } });
+    exp = await startExporter([...tree.args, '--bpf.enable=on', `--bpf.loader=${FAKE}`, '--model.window=5s', '--collector.interval=0'], { env: { ...process.env, HP_FAKE_DEVICES: '8' } });
     const e = exp;
     // Hammer /metrics. RSS follows V8's heap sizing more than live data, so judge by the lowest
     // nodejs_heap_size_used_bytes a phase reports (just after a collection: the live heap).
@@ -170,7 +199,7 @@ describe('soak', () => {
   // from sysfs from its maps, and the collector forgets totals of devices that are neither
   // reported nor in sysfs (src/bpf/collector.ts).
   it.skipIf(!IS_ROOT)('BPF devices appearing and disappearing: BPF series stay bounded', async () => {
-    exp = await startExporter([...tree.args, '--bpf.enable=on', `--bpf.loader=${FAKE}`], { env: { ...process.env, HP_FAKE_DEVICES: '2', HP_FAKE_ROTATE: '2' } });
+    exp = await startExporter([...tree.args, '--bpf.enable=on', `--bpf.loader=${FAKE}`, '--collector.interval=0'], { env: { ...process.env, HP_FAKE_DEVICES: '2', HP_FAKE_ROTATE: '2' } });
     const e = exp;
     const bpfSeries = (t: string) => t.split('\n').filter((l) => /^hybridpoll_(io_latency|poll_|iopoll|polled)/.test(l)).length;
     let first = 0;

@@ -113,6 +113,18 @@ export function alertRules(c: BundleConfig): RuleGroup<AlertingRule> {
           description: `Prometheus has failed to scrape hybridpoll-exporter on ${node} for ${t.exporterDownFor}.`,
         },
       },
+      {
+        // The exporter answers, but from a collection that stopped: scrapes serve the latest one.
+        // Only with a refresh loop (the interval series is absent with --collector.interval=0).
+        alert: 'HybridPollSnapshotStale',
+        expr: `hybridpoll_snapshot_age_seconds{${s}} > 3 * hybridpoll_snapshot_refresh_interval_seconds{${s}} + 60`,
+        for: t.snapshotStaleFor,
+        labels: { severity: 'warning' },
+        annotations: {
+          summary: 'hybridpoll-exporter serves stale data.',
+          description: `hybridpoll-exporter on ${node} has served a snapshot {{ humanizeDuration $value }} old for ${t.snapshotStaleFor}: its collection loop has stopped refreshing.`,
+        },
+      },
     ],
   };
 }

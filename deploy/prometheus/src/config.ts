@@ -18,6 +18,8 @@ export interface Thresholds {
   bpfDownFor: string;
   loaderRestartsFor: string;
   exporterDownFor: string;
+  /** How long the served snapshot may stay older than three collection intervals + 1 minute. */
+  snapshotStaleFor: string;
 }
 
 export interface BundleConfig {
@@ -53,6 +55,7 @@ export const DEFAULT_THRESHOLDS: Thresholds = {
   bpfDownFor: '10m',
   loaderRestartsFor: '15m',
   exporterDownFor: '5m',
+  snapshotStaleFor: '5m',
 };
 
 export const DEFAULT_CONFIG: BundleConfig = {

@@ -34,6 +34,7 @@ export const THRESHOLD_FLAGS: [string, keyof Thresholds, string, (v: string) => 
   ['--bpf-down-for', 'bpfDownFor', 'HybridPollBPFCollectorDown and HybridPollBPFProgramDetached: for', dur],
   ['--loader-restarts-for', 'loaderRestartsFor', 'HybridPollBPFLoaderRestarting: for', dur],
   ['--exporter-down-for', 'exporterDownFor', 'HybridPollExporterDown: for', dur],
+  ['--snapshot-stale-for', 'snapshotStaleFor', 'HybridPollSnapshotStale: for', dur],
 ];
 
 export function configCommand(name: string, description: string): Command {

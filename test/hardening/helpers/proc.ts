@@ -266,7 +266,8 @@ export function parseProm(text: string): PromSample[] {
     if (!m) throw new Error(`not a Prometheus sample line: ${JSON.stringify(line)}`);
     const labels: Record<string, string> = {};
     for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
-      labels[l[1]!] = l[2]!.replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
+      // One pass, left to right: `\\n` is an escaped backslash then `n`, not a newline.
+      labels[l[1]!] = l[2]!.replace(/\\([\\n"])/g, (_, c: string) => (c === 'n' ? '\n' : c));
     }
     const v = m[3]!;
     out.push({ name: m[1]!, labels, value: v === '+Inf' ? Infinity : v === '-Inf' ? -Infinity : Number(v) });
