@@ -79,6 +79,20 @@ const terms = fc.array(term, { minLength: 1, maxLength: 3 });
 const scaleOf = (ts: readonly Term[], shift: number) =>
   Math.abs(shift) + ts.reduce((a, t) => a + t.dist.pieces.reduce((b, q) => b + q.p * q.hi, 0), 0);
 
+/**
+ * Order 0 is P(sum + shift > 0): a step at every atom. Where atoms meet zero within rounding
+ * (1 + 1e-16 − 1 − 1 + …) the two sums round differently, so the value is checked against the
+ * reference just left and right of the shift (it is non-decreasing in the shift), found by
+ * fast-check at seed −505810956.
+ */
+function expectProbability(ts: readonly Term[], pp: PositivePart, shift: number): void {
+  const d = scaleOf(ts, shift) * 1e-12;
+  const [a, b] = [reference(ts, shift - d, 0), reference(ts, shift + d, 0)];
+  const got = pp.at(shift, 0);
+  expect(got).toBeGreaterThanOrEqual(Math.min(a, b) - 1e-9);
+  expect(got).toBeLessThanOrEqual(Math.max(a, b) + 1e-9);
+}
+
 describe('PositivePart', () => {
   it('equals the reference on random distributions, at shifts across their support', () => {
     fc.assert(
@@ -89,15 +103,14 @@ describe('PositivePart', () => {
           // shifts of either sign across the scale of the sum, and exactly at piece bounds
           const shift = u * scale;
           for (const order of [1, 0, 1] as const) {
-            const want = reference(ts, shift, order);
-            const got = pp.at(shift, order);
-            expect(Math.abs(got - want)).toBeLessThanOrEqual((order === 1 ? scaleOf(ts, shift) : 1) * 1e-9);
+            if (order === 0) expectProbability(ts, pp, shift);
+            else expect(Math.abs(pp.at(shift, 1) - reference(ts, shift, 1))).toBeLessThanOrEqual(scaleOf(ts, shift) * 1e-9);
           }
         }
         for (const q of ts[0]!.dist.pieces) {
           for (const shift of [-q.lo, -q.hi, q.lo, q.hi]) {
             expect(Math.abs(pp.at(shift, 1) - reference(ts, shift, 1))).toBeLessThanOrEqual(scaleOf(ts, shift) * 1e-9);
-            expect(Math.abs(pp.at(shift, 0) - reference(ts, shift, 0))).toBeLessThanOrEqual(1e-9);
+            expectProbability(ts, pp, shift);
           }
         }
       }),
