@@ -33,7 +33,9 @@ export function scenarios(secs: number): Scenario[] {
 const FORCE_TP = process.env.HPVM_TRACEPOINT_FLAG ?? '--bpf.force-tracepoint';
 
 export function exporterArgs(): Record<Exclude<Tracing, 'untraced'>, string[]> {
-  const common = ['--bpf.enable=on', '--bpf.timeout=10s', '--log.level=info'];
+  // The lab scrapes at the edges of each run and compares the two: each scrape must collect then,
+  // not serve the refresh loop's last collection (up to an interval old).
+  const common = ['--bpf.enable=on', '--bpf.timeout=10s', '--log.level=info', '--collector.interval=0'];
   return { fentry: common, tracepoint: [...common, FORCE_TP] };
 }
 

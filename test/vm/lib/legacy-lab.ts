@@ -16,7 +16,8 @@ const log = (msg: string) => process.stderr.write(`[vm ${LEGACY_SUITE} ${new Dat
 
 /** The exporter as the operator would run it; 5.10 has no fentry target of the io_uring poll path. */
 export function legacyExporterArgs(): string[] {
-  return ['--bpf.enable=on', '--bpf.timeout=10s', '--log.level=info'];
+  // one collection per scrape: the lab compares scrapes taken at the edges of each run (lab.ts)
+  return ['--bpf.enable=on', '--bpf.timeout=10s', '--log.level=info', '--collector.interval=0'];
 }
 
 export interface LegacyLabOptions {
