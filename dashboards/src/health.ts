@@ -31,7 +31,7 @@ export function healthDashboard(c: BundleConfig): Dashboard {
     .withRow(new RowBuilder('Targets'))
     .withPanel(big('Exporters up', 'Exporter targets Prometheus scraped successfully in its last scrape.', `sum(up${N})`))
     .withPanel(big('Exporters down', 'Exporter targets whose last scrape failed (HybridPollExporterDown fires after 5m).', `sum(1 - up${N})`))
-    .withPanel(big('Failing collectors', 'Collector runs that failed in the last scrape, summed over nodes and collectors (sysfs, debugfs, era, bpf, model).',
+    .withPanel(big('Failing collectors', 'Collector runs that failed in the last collection, summed over nodes and collectors (sysfs, debugfs, era, bpf, model).',
       `sum(1 - hybridpoll_scrape_collector_success${N})`))
     .withPanel(big('Required BPF programs detached', `BPF programs the loader reports as not attached, over all selected nodes, except the optional fentry poll path (${c.bpfOptionalPrograms}).`,
       `sum(1 - hybridpoll_bpf_program_attached${s.node(`program!~"${c.bpfOptionalPrograms}"`)})`))
@@ -50,10 +50,19 @@ export function healthDashboard(c: BundleConfig): Dashboard {
     }).legend(legendTable()).min(0))
     .withPanel(setup(new timeseries.PanelBuilder(), {
       title: 'Collector duration',
-      description: 'Time each collector took in the last scrape.',
+      description: 'Time each collector took in the last collection (every --collector.interval; per scrape with --collector.interval=0).',
       unit: 's',
-      width: 24,
       queries: [{ expr: `hybridpoll_scrape_collector_duration_seconds${N}`, legend: `{{${node}}} {{collector}}` }],
+    }).legend(legendTable()).min(0))
+    .withPanel(setup(new timeseries.PanelBuilder(), {
+      title: 'Collection age',
+      description: 'How old the data each scrape served was (collections run every --collector.interval and scrapes serve the latest), against the interval. Age well above the interval means collections stall or run long (HybridPollSnapshotStale); skipped ticks count collections that outlived the interval.',
+      unit: 's',
+      queries: [
+        { expr: `hybridpoll_snapshot_age_seconds${N}`, legend: `{{${node}}} age` },
+        { expr: `hybridpoll_snapshot_refresh_interval_seconds${N}`, legend: `{{${node}}} interval` },
+        { expr: `increase(hybridpoll_snapshot_refresh_skipped_total${N}[$__rate_interval])`, legend: `{{${node}}} skipped ticks` },
+      ],
     }).legend(legendTable()).min(0))
 
     .withRow(new RowBuilder('BPF'))
