@@ -56,13 +56,9 @@ export function healthDashboard(c: BundleConfig): Dashboard {
     }).legend(legendTable()).min(0))
     .withPanel(setup(new timeseries.PanelBuilder(), {
       title: 'Collection age',
-      description: 'How old the data each scrape served was (collections run every --collector.interval and scrapes serve the latest), against the interval. Age well above the interval means collections stall or run long (HybridPollSnapshotStale); skipped ticks count collections that outlived the interval.',
+      description: 'How old the data each scrape served was: collections run every --collector.interval (hybridpoll_snapshot_refresh_interval_seconds, default 15 s) and scrapes serve the latest, so the age saws between 0 and the interval. Well above it, collections stall or outlive the interval (HybridPollSnapshotStale; hybridpoll_snapshot_refresh_skipped_total counts the ticks lost).',
       unit: 's',
-      queries: [
-        { expr: `hybridpoll_snapshot_age_seconds${N}`, legend: `{{${node}}} age` },
-        { expr: `hybridpoll_snapshot_refresh_interval_seconds${N}`, legend: `{{${node}}} interval` },
-        { expr: `increase(hybridpoll_snapshot_refresh_skipped_total${N}[$__rate_interval])`, legend: `{{${node}}} skipped ticks` },
-      ],
+      queries: [{ expr: `hybridpoll_snapshot_age_seconds${N}`, legend: `{{${node}}}` }],
     }).legend(legendTable()).min(0))
 
     .withRow(new RowBuilder('BPF'))
