@@ -1,6 +1,8 @@
 // Scrape bodies: rendered once per snapshot and format (Prometheus text by the refresh loop,
 // OpenMetrics on its first request), kept as bytes, and served with a few live lines appended at
 // serve time: the age of the snapshot, and the refresh loop's own health.
+import { promisify } from 'node:util';
+import { constants, crc32, deflateRaw as deflateRawCb } from 'node:zlib';
 import type { Registry } from 'prom-client';
 import type { BpfExposition } from '../metrics/bpf.js';
 import { serialize } from '../metrics/exposition.js';
@@ -10,6 +12,37 @@ import { renderYielding, type Format } from '../metrics/render.js';
 import type { Snapshot } from '../snapshot/types.js';
 
 const EOF = '# EOF\n';
+const deflateRaw = promisify(deflateRawCb);
+
+/** How the body goes out: gzip when the client accepts it (Prometheus always does). */
+export type Encoding = 'gzip' | 'identity';
+
+/** The cached part of a body as an open raw deflate stream (ends on a sync flush), and its CRC-32 and size. */
+interface Deflated {
+  deflated: Buffer;
+  crc: number;
+  size: number;
+}
+
+/** RFC 1952 member header: deflate, no flags, no mtime, unknown OS. */
+const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
+
+/**
+ * The end of a gzip member whose deflate stream (the cached part) is still open: the live lines
+ * as a final stored block (RFC 1951 3.2.4), then the CRC-32 and size of everything. One member,
+ * so every gzip reader takes it whole (curl stops after the first of several members).
+ */
+export function closingGzip(live: Buffer, crcBefore: number, sizeBefore: number): Buffer {
+  if (live.length > 0xffff) throw new Error('live lines longer than one stored block');
+  const out = Buffer.alloc(5 + live.length + 8);
+  out[0] = 1; // BFINAL, BTYPE 00 (stored); byte-aligned after the sync flush
+  out.writeUInt16LE(live.length, 1);
+  out.writeUInt16LE(~live.length & 0xffff, 3);
+  live.copy(out, 5);
+  out.writeUInt32LE(crc32(live, crcBefore) >>> 0, 5 + live.length);
+  out.writeUInt32LE((sizeBefore + live.length) % 2 ** 32, 9 + live.length);
+  return out;
+}
 
 /** The refresh loop as the scrape sees it (absent when every scrape takes its own snapshot). */
 export interface RefreshStatus {
@@ -30,6 +63,7 @@ export class ScrapeBodies {
   // Scrapes that share a snapshot share its rendering: N concurrent scrapers must not cost N
   // renders (test/hardening/load.test.ts). Weak: gone with the snapshot.
   private readonly rendered = new WeakMap<Snapshot, Map<Format, Promise<Buffer>>>();
+  private readonly compressed = new WeakMap<Snapshot, Map<Format, Promise<Deflated>>>();
   private readonly now: () => number;
 
   constructor(private readonly o: BodyOptions) {
@@ -52,6 +86,34 @@ export class ScrapeBodies {
       byFormat.set(format, body);
     }
     return body;
+  }
+
+  /**
+   * The cached part, deflated once per snapshot and format on the thread pool and left open (a
+   * sync flush, no final block), with its CRC-32: each scrape closes the stream with the live lines.
+   */
+  private cachedDeflated(snap: Snapshot, format: Format): Promise<Deflated> {
+    let byFormat = this.compressed.get(snap);
+    if (!byFormat) this.compressed.set(snap, (byFormat = new Map()));
+    let body = byFormat.get(format);
+    if (!body) {
+      body = this.cached(snap, format).then(async (b) => ({
+        deflated: await deflateRaw(b, { level: 6, finishFlush: constants.Z_SYNC_FLUSH }),
+        crc: crc32(b),
+        size: b.length,
+      }));
+      body.catch(() => byFormat.delete(format));
+      byFormat.set(format, body);
+    }
+    return body;
+  }
+
+  /** The whole body in the encoding asked for: the cached bytes as they are, then the live lines. */
+  async body(snap: Snapshot, format: Format, encoding: Encoding): Promise<[Buffer, Buffer]> {
+    const live = Buffer.from(this.live(snap, format));
+    if (encoding === 'identity') return [await this.cached(snap, format), live];
+    const c = await this.cachedDeflated(snap, format);
+    return [Buffer.concat([GZIP_HEADER, c.deflated]), closingGzip(live, c.crc, c.size)];
   }
 
   /** The lines computed at serve time, in the format's syntax, ending the body. */

@@ -37,11 +37,13 @@ export function createApp(o: AppOptions): Express {
   app.get(metricsPath, async (req, res) => {
     try {
       const format = negotiate(req.get('accept'));
+      const encoding = req.acceptsEncodings('gzip', 'identity') === 'gzip' ? 'gzip' : 'identity';
       const snap = await o.source.snapshot();
-      const cached = await bodies.cached(snap, format);
-      const live = bodies.live(snap, format);
-      // The cached bytes go out as they are: no copy, no re-encoding per scrape.
-      res.status(200).type(CONTENT_TYPE[format]).set('Content-Length', String(cached.length + Buffer.byteLength(live)));
+      // The cached bytes (compressed once per collection) go out as they are: no copy, no
+      // re-encoding per scrape.
+      const [cached, live] = await bodies.body(snap, format, encoding);
+      res.status(200).type(CONTENT_TYPE[format]).set('Content-Length', String(cached.length + live.length)).vary('Accept-Encoding');
+      if (encoding === 'gzip') res.set('Content-Encoding', 'gzip');
       res.write(cached);
       res.end(live);
     } catch (e) {
