@@ -73,8 +73,8 @@ export function serveCommand(): Command {
     const bodies = new ScrapeBodies({ bpf: exposition, processMetrics: processRegistry(), ...(refresh ? { refresh } : {}) });
     let source: SnapshotSource = engine;
     if (refresh) {
-      // Each collection renders its Prometheus text before it is served; OpenMetrics on first request.
-      refresher = new Refresher({ take: () => engine.snapshot(), intervalMs: intervalSeconds * 1000, prepare: (s) => bodies.cached(s, 'prometheus').then(() => {}), log });
+      // Each collection renders (and deflates) its Prometheus text before it is served; OpenMetrics on first request.
+      refresher = new Refresher({ take: () => engine.snapshot(), intervalMs: intervalSeconds * 1000, prepare: (s) => bodies.prepare(s), log });
       refresher.start();
       source = refresher;
     }

@@ -108,6 +108,11 @@ export class ScrapeBodies {
     return body;
   }
 
+  /** What a collection does ahead of the scrapes: the Prometheus text, plain and deflated (Prometheus asks for gzip). */
+  async prepare(snap: Snapshot): Promise<void> {
+    await this.cachedDeflated(snap, 'prometheus');
+  }
+
   /** The whole body in the encoding asked for: the cached bytes as they are, then the live lines. */
   async body(snap: Snapshot, format: Format, encoding: Encoding): Promise<[Buffer, Buffer]> {
     const live = Buffer.from(this.live(snap, format));
