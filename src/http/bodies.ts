@@ -59,6 +59,22 @@ export interface BodyOptions {
   now?: () => number;
 }
 
+/**
+ * make() once per snapshot and format, shared by every caller meanwhile. A failure (a bug: a
+ * family exposed twice) is not kept: the next scrape retries.
+ */
+function once<T>(memo: WeakMap<Snapshot, Map<Format, Promise<T>>>, snap: Snapshot, format: Format, make: () => Promise<T>): Promise<T> {
+  let byFormat = memo.get(snap);
+  if (!byFormat) memo.set(snap, (byFormat = new Map()));
+  let p = byFormat.get(format);
+  if (!p) {
+    p = make();
+    p.catch(() => byFormat.delete(format));
+    byFormat.set(format, p);
+  }
+  return p;
+}
+
 export class ScrapeBodies {
   // Scrapes that share a snapshot share its rendering: N concurrent scrapers must not cost N
   // renders (test/hardening/load.test.ts). Weak: gone with the snapshot.
@@ -75,17 +91,9 @@ export class ScrapeBodies {
    * `# EOF` (the live lines go before it).
    */
   cached(snap: Snapshot, format: Format): Promise<Buffer> {
-    let byFormat = this.rendered.get(snap);
-    if (!byFormat) this.rendered.set(snap, (byFormat = new Map()));
-    let body = byFormat.get(format);
-    if (!body) {
-      body = renderYielding(familyGroups(snap, this.o.bpf ? { bpf: this.o.bpf } : {}), format, this.o.processMetrics)
-        .then((text) => Buffer.from(format === 'openmetrics' && text.endsWith(EOF) ? text.slice(0, -EOF.length) : text));
-      // A failed rendering (a bug: a family exposed twice) is not cached: the next scrape retries.
-      body.catch(() => byFormat.delete(format));
-      byFormat.set(format, body);
-    }
-    return body;
+    return once(this.rendered, snap, format, () =>
+      renderYielding(familyGroups(snap, this.o.bpf ? { bpf: this.o.bpf } : {}), format, this.o.processMetrics)
+        .then((text) => Buffer.from(format === 'openmetrics' && text.endsWith(EOF) ? text.slice(0, -EOF.length) : text)));
   }
 
   /**
@@ -93,19 +101,12 @@ export class ScrapeBodies {
    * sync flush, no final block), with its CRC-32: each scrape closes the stream with the live lines.
    */
   private cachedDeflated(snap: Snapshot, format: Format): Promise<Deflated> {
-    let byFormat = this.compressed.get(snap);
-    if (!byFormat) this.compressed.set(snap, (byFormat = new Map()));
-    let body = byFormat.get(format);
-    if (!body) {
-      body = this.cached(snap, format).then(async (b) => ({
+    return once(this.compressed, snap, format, () =>
+      this.cached(snap, format).then(async (b) => ({
         deflated: await deflateRaw(b, { level: 6, finishFlush: constants.Z_SYNC_FLUSH }),
         crc: crc32(b),
         size: b.length,
-      }));
-      body.catch(() => byFormat.delete(format));
-      byFormat.set(format, body);
-    }
-    return body;
+      })));
   }
 
   /** What a collection does ahead of the scrapes: the Prometheus text, plain and deflated (Prometheus asks for gzip). */
