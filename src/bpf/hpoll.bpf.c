@@ -220,9 +220,8 @@ static __always_inline struct hist *hist_get(u32 dev, u32 kind)
 }
 
 /* one sample into a shared histogram (atomic adds: several CPUs may update one series) */
-static __always_inline struct hist *hist_add(u32 dev, u32 kind, u64 v)
+static __always_inline struct hist *hist_put(struct hist *h, u64 v)
 {
-	struct hist *h = hist_get(dev, kind);
 	u64 idx;
 
 	if (!h)
@@ -234,6 +233,11 @@ static __always_inline struct hist *hist_add(u32 dev, u32 kind, u64 v)
 	__sync_fetch_and_add(&h->slots[idx], 1);
 	__sync_fetch_and_add(&h->sum, v);
 	return h;
+}
+
+static __always_inline struct hist *hist_add(u32 dev, u32 kind, u64 v)
+{
+	return hist_put(hist_get(dev, kind), v);
 }
 
 /* One completion into rq_lat. The hot path: dev's slot in this CPU's array, claimed on first use,
@@ -412,18 +416,45 @@ static __always_inline u32 file_dev(struct file *f)
 	return BPF_CORE_READ(ino, i_sb, s_dev);
 }
 
-/* Account the sleep/off-CPU/wake histograms of the task's pending sleep under dev. */
-static __always_inline struct hist *flush_sleep(struct task_st *st, u32 dev)
+/* The device's block of series in `fdev`, created on first use; NULL when the map is full (then
+ * fhist_add falls back to `hists`). */
+static __always_inline struct dev_hists *fdev_get(u32 dev)
 {
-	struct hist *h = hist_add(dev, HK_SLEEP_REQ, st->req_sleep);
+	struct dev_hists *d = bpf_map_lookup_elem(&fdev, &dev);
+	u32 z = 0;
+
+	if (d)
+		return d;
+	d = bpf_map_lookup_elem(&zero_fdev, &z);
+	if (!d)
+		return NULL;
+	bpf_map_update_elem(&fdev, &dev, d, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&fdev, &dev);
+}
+
+/* hist_add into a device block (fentry path: no lookup per kind); d NULL: into `hists` */
+static __always_inline struct hist *fhist_add(struct dev_hists *d, u32 dev, u32 kind, u64 v)
+{
+	if (!d)
+		return hist_add(dev, kind, v);
+	if (kind >= HK_MAX)
+		return NULL;
+	return hist_put(&d->h[kind], v);
+}
+
+/* Account the sleep/off-CPU/wake histograms of the task's pending sleep under dev (d: its block
+ * in `fdev` on the fentry path; NULL: `hists`). */
+static __always_inline struct hist *flush_sleep(struct task_st *st, struct dev_hists *d, u32 dev)
+{
+	struct hist *h = fhist_add(d, dev, HK_SLEEP_REQ, st->req_sleep);
 
 	if (st->t_off && st->t_on > st->t_off) {
 		u64 elapsed = st->t_on - st->t_sleep;
 
-		hist_add(dev, HK_OFFCPU, st->t_on - st->t_off);
-		hist_add(dev, HK_WAKE_OVH, elapsed > st->req_sleep ? elapsed - st->req_sleep : 0);
+		fhist_add(d, dev, HK_OFFCPU, st->t_on - st->t_off);
+		fhist_add(d, dev, HK_WAKE_OVH, elapsed > st->req_sleep ? elapsed - st->req_sleep : 0);
 		if (st->t_wake && st->t_on > st->t_wake)
-			hist_add(dev, HK_WAKE_LAT, st->t_on - st->t_wake);
+			fhist_add(d, dev, HK_WAKE_LAT, st->t_on - st->t_wake);
 	}
 	return h;
 }
@@ -434,23 +465,24 @@ static __always_inline void flush_unmatched(struct task_st *st)
 {
 	struct dev_ctr *dc;
 
-	flush_sleep(st, st->dev);
+	flush_sleep(st, NULL, st->dev);
 	dc = dev_ctr_get(st->dev);
 	if (dc)
 		dc->unmatched++;
 	st->t_sleep = 0;
 }
 
-/* issue -> found of one slept I/O, classified; woke = when the poller was back on CPU */
-static __always_inline void record_found(u32 dev, struct dev_calib *cal, bool slept_through,
-					 u64 found, u64 issued, u64 woke)
+/* issue -> found of one slept I/O, classified; woke = when the poller was back on CPU (d as for
+ * flush_sleep) */
+static __always_inline void record_found(struct dev_hists *d, u32 dev, struct dev_calib *cal,
+					 bool slept_through, u64 found, u64 issued, u64 woke)
 {
 	if (slept_through) {
-		hist_add(dev, HK_FOUND_SLEPT, found);
+		fhist_add(d, dev, HK_FOUND_SLEPT, found);
 		if (cal && cal->min_dev_ns && woke > issued + cal->min_dev_ns)
-			hist_add(dev, HK_OVERSLEEP_UB, woke - (issued + cal->min_dev_ns));
+			fhist_add(d, dev, HK_OVERSLEEP_UB, woke - (issued + cal->min_dev_ns));
 	} else {
-		hist_add(dev, HK_DEV_SPUN, found);
+		fhist_add(d, dev, HK_DEV_SPUN, found);
 		if (cal && (!cal->min_dev_ns || found < cal->min_dev_ns))
 			cal->min_dev_ns = found;
 	}
@@ -500,7 +532,7 @@ static __always_inline void classify_tp(struct task_st *st, u32 dev, u64 now, u6
 	bool slept_through = true;
 	struct hist *h;
 
-	flush_sleep(st, dev);
+	flush_sleep(st, NULL, dev);
 	/* wake-up -> completion, the quantity the fentry path has in aux0/aux1 too; the spin sample
 	 * itself (on-CPU after the wake-up) is the busy window's, busy_record() */
 	h = hist_get(dev, HK_SPIN);
@@ -513,7 +545,7 @@ static __always_inline void classify_tp(struct task_st *st, u32 dev, u64 now, u6
 			cal->min_found_ns = post;
 		slept_through = post * 100 <= cal->min_found_ns * calib_pct;
 	}
-	record_found(dev, cal, slept_through, now > issued ? now - issued : 0, issued, woke);
+	record_found(NULL, dev, cal, slept_through, now > issued ? now - issued : 0, issued, woke);
 	if (dc)
 		dc->calibrated++;
 	st->t_sleep = 0;
@@ -699,7 +731,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 			st->cpu_woke = st->busy_cpu;
 		}
 		if (st->test) {
-			flush_sleep(st, 0);
+			flush_sleep(st, NULL, 0);
 			st->t_sleep = 0;
 		}
 	}
@@ -787,73 +819,6 @@ int BPF_PROG(hp_task_exit_rt, struct task_struct *p)
 }
 
 /* ------------------------------------------------------- io_uring poll path (fentry/fexit) */
-
-/* The device's block of series in `fdev`, created on first use; NULL when the map is full (then
- * fhist_add falls back to `hists`). */
-static __always_inline struct dev_hists *fdev_get(u32 dev)
-{
-	struct dev_hists *d = bpf_map_lookup_elem(&fdev, &dev);
-	u32 z = 0;
-
-	if (d)
-		return d;
-	d = bpf_map_lookup_elem(&zero_fdev, &z);
-	if (!d)
-		return NULL;
-	bpf_map_update_elem(&fdev, &dev, d, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&fdev, &dev);
-}
-
-/* hist_add into a device block: no lookup per kind */
-static __always_inline struct hist *fhist_add(struct dev_hists *d, u32 dev, u32 kind, u64 v)
-{
-	struct hist *h;
-	u64 idx;
-
-	if (!d)
-		return hist_add(dev, kind, v);
-	if (kind >= HK_MAX)
-		return NULL;
-	h = &d->h[kind];
-	idx = bucket_of(v);
-	barrier_var(idx);
-	if (idx >= HP_NB)
-		return h;
-	__sync_fetch_and_add(&h->slots[idx], 1);
-	__sync_fetch_and_add(&h->sum, v);
-	return h;
-}
-
-/* flush_sleep and record_found of the fentry path, on a device block (the tracepoint path keeps
- * its own, which add to `hists`) */
-static __always_inline struct hist *fflush_sleep(struct task_st *st, struct dev_hists *d, u32 dev)
-{
-	struct hist *h = fhist_add(d, dev, HK_SLEEP_REQ, st->req_sleep);
-
-	if (st->t_off && st->t_on > st->t_off) {
-		u64 elapsed = st->t_on - st->t_sleep;
-
-		fhist_add(d, dev, HK_OFFCPU, st->t_on - st->t_off);
-		fhist_add(d, dev, HK_WAKE_OVH, elapsed > st->req_sleep ? elapsed - st->req_sleep : 0);
-		if (st->t_wake && st->t_on > st->t_wake)
-			fhist_add(d, dev, HK_WAKE_LAT, st->t_on - st->t_wake);
-	}
-	return h;
-}
-
-static __always_inline void frecord_found(struct dev_hists *d, u32 dev, struct dev_calib *cal,
-					  bool slept_through, u64 found, u64 issued, u64 woke)
-{
-	if (slept_through) {
-		fhist_add(d, dev, HK_FOUND_SLEPT, found);
-		if (cal && cal->min_dev_ns && woke > issued + cal->min_dev_ns)
-			fhist_add(d, dev, HK_OVERSLEEP_UB, woke - (issued + cal->min_dev_ns));
-	} else {
-		fhist_add(d, dev, HK_DEV_SPUN, found);
-		if (cal && (!cal->min_dev_ns || found < cal->min_dev_ns))
-			cal->min_dev_ns = found;
-	}
-}
 
 SEC("fentry/io_do_iopoll")
 int BPF_PROG(hp_iopoll_in, struct io_ring_ctx *rctx)
@@ -945,7 +910,7 @@ int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsig
 	st->t_cp = bpf_ktime_get_ns();
 	if (st->t_sleep) {
 		/* the sleep inlined in io_do_iopoll belongs to this request */
-		struct hist *h = fflush_sleep(st, fdev_get(st->dev), st->dev);
+		struct hist *h = flush_sleep(st, fdev_get(st->dev), st->dev);
 
 		/* the sleep the kernel computed: ctx->hybrid_poll_time / 2, not yet updated (req and its
 		 * ctx are BTF pointers here: direct loads, no probe-read helper calls) */
@@ -1013,7 +978,7 @@ int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsi
 		slept_through = !cal || d * 100 <= cal->min_found_ns * calib_pct;
 	}
 	if (st->issued && st->issued < now)
-		frecord_found(fdev_get(dev), dev, cal, slept_through, now - st->issued, st->issued, st->t_woke);
+		record_found(fdev_get(dev), dev, cal, slept_through, now - st->issued, st->issued, st->t_woke);
 	dc = dev_ctr_get(dev);
 	if (dc) {
 		if (exact)
