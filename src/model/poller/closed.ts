@@ -15,6 +15,7 @@ export function fromQd1(policy: PollerOutcome['policy'], o: Outcome, sleepsPerIo
     cpuNs: o.cpuNs,
     overheadNs,
     taskCpuNs: o.cpuNs + overheadNs,
+    cpuShare: o.cpuNs / (o.latencyNs + overheadNs),
     latencyNs: o.latencyNs,
     addedLatencyNs: o.lateNs,
     sleepsPerIo,

@@ -70,13 +70,11 @@ export interface PollerInput {
   /**
    * In-flight polled I/Os of this poller at the entry of each poll pass: [depth, passes] (the BPF
    * depth histogram). A closed loop at iodepth N reads N at every pass entry.
-   * `blkmq_sync`: ignored (one I/O per thread).
+   * `blkmq_sync`: ignored (one I/O per thread; every job is taken to run on its own CPU).
    */
   depth: readonly (readonly [number, number])[];
   submission: SubmissionPattern;
   current: CurrentPoller;
-  /** blkmq_sync: number of jobs (threads), each on its own CPU */
-  jobs?: number;
   sim?: Partial<SimOptions>;
 }
 
@@ -95,6 +93,8 @@ export interface PollerOutcome {
   overheadNs: number;
   /** cpu + overhead: the poller task's whole CPU per I/O */
   taskCpuNs: number;
+  /** poll-loop CPU over the poller's wall time: the share of a core it burns (QD1 classic: 1) */
+  cpuShare: number;
   /** mean issue → reaped */
   latencyNs: number;
   /** latencyNs − classic's latencyNs at the same depth (QD1: late(s)) */

@@ -72,6 +72,14 @@ describe('limits', () => {
     }
   });
 
+  it('classic polling burns a whole core at any depth without submit/reap cost, less with it', () => {
+    const bare = evaluatePoller(input({ depthN: 8, sim: { ios: 600 } })).policies.find((p) => p.policy === 'classic')!;
+    const costly = evaluatePoller(input({ depthN: 8, submission: { submitNs: 1000, reapNs: 500, minComplete: 1 }, sim: { ios: 600 } })).policies.find((p) => p.policy === 'classic')!;
+    expect(bare.cpuShare).toBeCloseTo(1, 9);
+    expect(costly.cpuShare).toBeLessThan(0.95);
+    expect(costly.taskCpuNs).toBeCloseTo(costly.cpuNs + 1500, 6);
+  });
+
   it('completions reaped per pass grow with depth', () => {
     const one = sim({ depth: 1, rule: { kind: 'static', sleepNs: [5000] } });
     const deep = sim({ depth: 32, rule: { kind: 'static', sleepNs: [5000] } });

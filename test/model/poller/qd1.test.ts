@@ -21,7 +21,7 @@ describe('closed form at depth 1 (exact)', () => {
         (fD, fO, csw, budget, era, fixed, cost) => {
           const m = new CostModel(fD, fO, { switchCostNs: csw, latencyBudget: budget, ...(fixed !== undefined ? { fixedSleepNs: fixed } : {}) });
           const r = evaluatePoller({
-            ...input({ era, fO, switchCostNs: csw, latencyBudget: budget, submission: { submitNs: cost, reapNs: cost / 2, minComplete: 1 }, jobs: 4 }),
+            ...input({ era, fO, switchCostNs: csw, latencyBudget: budget, submission: { submitNs: cost, reapNs: cost / 2, minComplete: 1 } }),
             devices: [{ device: 'd', fD, share: 1, ...(fixed !== undefined ? { fixedSleepNs: fixed } : {}) }],
             current: { policy: 'blkmq_fixed', rule: 'static', sleepNs: 3000 },
           });
@@ -37,6 +37,7 @@ describe('closed form at depth 1 (exact)', () => {
             expect(got.latencyNs).toBe(w.latencyNs);
             expect(got.meetsBudget).toBe(w.meetsBudget);
             expect(got.taskCpuNs).toBeCloseTo(w.cpuNs + 1.5 * cost, 6);
+            if (cost === 0) expect(got.cpuShare).toBe(w.cpuShare);
           });
           expect(r.current.cpuNs).toBe(m.outcome(3000).cpuNs);
         },
