@@ -4,8 +4,8 @@
 // the current outcome). Runs are paired (A B A B …); the figures are medians over the pairs of
 // process CPU time (user + system) per device per collection.
 //   npx tsx bench/model-depth/run.ts [--devices 64] [--pairs 7] [--ios 2000] [--era iouring_70]
-// A calibration loop (1e8 additions) is timed before and after: on a quiet 2-vCPU VM it takes
-// about 100 ms of CPU; a larger figure means the machine was loaded and every figure is inflated.
+// A calibration loop (1e8 additions) is timed before and after: compare it between runs (a
+// loaded machine inflates it and every other figure alike).
 import { parseArgs } from 'node:util';
 import { bucketOf } from '../../src/model/buckets.js';
 import { distFromMasses, scaledToMean } from '../../src/model/dist.js';
@@ -107,7 +107,7 @@ const perDepth = DEPTHS.map((d, k) => {
   const ms = cpuMs(() => sel.forEach((inp) => evaluatePoller(inp))) / sel.length;
   return `${d.map(([n]) => n).join('+')}: ${ms.toFixed(2)}`;
 });
-console.log(`${nDev} devices, era ${era}, ${ios} simulated I/Os per point, ${pairs} pairs (A = poller model, B = QD1 model)`);
+console.log(`${nDev} devices, era ${era}, ${ios} simulated I/Os per poller, ${pairs} pairs (A = poller model, B = QD1 model)`);
 console.log(`CPU ms per device per collection: A median ${med(a).toFixed(2)} (min ${Math.min(...a).toFixed(2)}, max ${Math.max(...a).toFixed(2)}); B median ${med(b).toFixed(3)}`);
 console.log(`CPU ms per collection at ${nDev} devices: A ${(med(a) * nDev).toFixed(0)}, B ${(med(b) * nDev).toFixed(1)}`);
 console.log(`A per device by depth (ms, one pass): ${perDepth.join('; ')}`);

@@ -153,8 +153,8 @@ interface Point {
   base: Omit<SimConfig, 'rule' | 'depth'>;
 }
 
-function run(p: Point, rule: SleepRule): SimStats {
-  return simulate({ ...p.base, depth: p.depth, rule });
+function run(p: Point, rule: SleepRule, ios = p.base.ios): SimStats {
+  return simulate({ ...p.base, depth: p.depth, rule, ios });
 }
 
 /** Per-I/O outcome of one sleep rule over the depth points (shares: I/O weights per point). */
@@ -230,7 +230,7 @@ function simulated(ctx: Ctx): PollerResult {
       seed: ctx.sim.seed,
     },
   }));
-  const runAll = (rule: SleepRule) => points.map((p) => run(p, rule));
+  const runAll = (rule: SleepRule, ios?: number) => points.map((p) => run(p, rule, ios));
 
   // the current state first: it was measured under it, so it converts loop weights into I/O shares
   let kernelEstimateNs: number | undefined;
@@ -240,17 +240,20 @@ function simulated(ctx: Ctx): PollerResult {
   else if (cur.rule === 'static') current = runAll({ kind: 'static', sleepNs: input.devices.map(() => cur.sleepNs!) });
   else if (era !== 'blkmq_iouring') {
     current = runAll({ kind: 'ring_min' });
-    kernelEstimateNs = current[current.length - 1]!.hybridPollTimeNs;
+    // the ring's minimum over its life sees every depth: the smallest of the points'
+    kernelEstimateNs = Math.min(...current.map((c) => c.hybridPollTimeNs ?? Infinity));
   } else if (cur.policy === 'blkmq_fixed') current = runAll({ kind: 'static', sleepNs: input.devices.map((d) => d.fixedSleepNs ?? 0) });
   else {
-    // ½ the mean issue → found of the previous window, per device, to its fixed point
-    let s = ctx.models.map((m) => m.meanD / 2);
-    current = runAll({ kind: 'static', sleepNs: s });
-    for (let k = 0; k < HALF_MEAN_ROUNDS; k++) {
-      const p = current[current.length - 1]!;
-      s = p.perDevice.map((d, i) => (d.ios ? d.foundLatencyNs / d.ios / 2 : s[i]!));
-      current = runAll({ kind: 'static', sleepNs: s });
-    }
+    // ½ the mean issue → found of the previous window, per device and depth point, towards its
+    // fixed point (the rounds before the last on a third of the I/Os: they only move the sleep)
+    current = points.map((p) => {
+      let s = ctx.models.map((m) => m.meanD / 2);
+      for (let k = 0; k < HALF_MEAN_ROUNDS; k++) {
+        const st = run(p, { kind: 'static', sleepNs: s }, Math.ceil(pointIos / 3));
+        s = st.perDevice.map((d, i) => (d.ios ? d.foundLatencyNs / d.ios / 2 : s[i]!));
+      }
+      return run(p, { kind: 'static', sleepNs: s });
+    });
   }
   // I/O share of a depth point: its loops × completions per loop under the current state
   const ioMass = points.map((p, i) => p.weight * (current[i]!.ios / Math.max(1, current[i]!.loops)));
