@@ -114,18 +114,16 @@ function closedForm(ctx: Ctx): PollerResult {
   const table = qd1Table(m, device, sub);
   const best = table.find((r) => r.policy === 'best_static')!;
   const oracle = table.find((r) => r.policy === 'oracle')!;
+  const base = { era: input.era, method: 'closed_form' as const, depthPoints: [{ depth: 1, ioShare: 1 }], policies: table, best, oracle, meanDeviceNs: ctx.meanD };
+  if (input.current.rule === 'kernel' && input.era === 'iouring_613') {
+    // io_uring's own rule on 6.13–6.19 depends on one-look poll calls: only the current state is simulated
+    const p = simPoints(ctx, [[1, 1]])[0]!;
+    const cls = run(p, { kind: 'none' });
+    const cur = run(p, { kind: 'ring_min' });
+    return { ...base, current: outcome('current', [cur], [1], [cls], ctx), kernelEstimateNs: cur.hybridPollTimeNs! };
+  }
   const s = currentSleepClosed(ctx);
-  const current = fromQd1('current', m.outcome(s), s > 0 ? 1 : 0, device, sub);
-  return {
-    era: input.era,
-    method: 'closed_form',
-    depthPoints: [{ depth: 1, ioShare: 1 }],
-    policies: table,
-    best,
-    oracle,
-    current,
-    meanDeviceNs: ctx.meanD,
-  };
+  return { ...base, current: fromQd1('current', m.outcome(s), s > 0 ? 1 : 0, device, sub) };
 }
 
 function currentSleepClosed(ctx: Ctx): number {
@@ -142,9 +140,7 @@ function currentSleepClosed(ctx: Ctx): number {
 function closedFormHolds(input: PollerInput): boolean {
   if (input.era === 'blkmq_sync') return true;
   if (input.devices.length !== 1) return false;
-  if (!input.depth.every(([d, w]) => w === 0 || Math.round(d) === 1)) return false;
-  // io_uring's own rule at QD1 depends on when each poll call ends: simulate it (6.13 looks once per call)
-  return !(input.current.rule === 'kernel' && input.era === 'iouring_613');
+  return input.depth.every(([d, w]) => w === 0 || Math.round(d) === 1);
 }
 
 interface Point {
@@ -209,18 +205,18 @@ function batchVar(b: number[]): number {
   return b.reduce((a, x) => a + (x - m) ** 2, 0) / (b.length - 1) / b.length;
 }
 
-function simulated(ctx: Ctx): PollerResult {
+/** The simulated depth points, sharing samplers and the seed (common random numbers). */
+function simPoints(ctx: Ctx, hist: readonly (readonly [number, number])[]): Point[] {
   const { input } = ctx;
   const wake = new Sampler(input.fO);
   const devices = input.devices.map((d, i) => ({ fD: new Sampler(d.fD), share: ctx.shares[i]! }));
-  const era = input.era as SimConfig['era'];
-  const groups = depthPoints(input.depth);
+  const groups = depthPoints(hist);
   const pointIos = Math.max(MIN_POINT_IOS, Math.round(ctx.sim.ios / groups.length));
-  const points: Point[] = groups.map(({ depth, weight }) => ({
+  return groups.map(({ depth, weight }) => ({
     depth,
     weight,
     base: {
-      era,
+      era: input.era as SimConfig['era'],
       devices,
       wake,
       switchCostNs: input.switchCostNs,
@@ -230,6 +226,13 @@ function simulated(ctx: Ctx): PollerResult {
       seed: ctx.sim.seed,
     },
   }));
+}
+
+function simulated(ctx: Ctx): PollerResult {
+  const { input } = ctx;
+  const era = input.era as SimConfig['era'];
+  const points = simPoints(ctx, input.depth);
+  const pointIos = points[0]!.base.ios;
   const runAll = (rule: SleepRule, ios?: number) => points.map((p) => run(p, rule, ios));
 
   // the current state first: it was measured under it, so it converts loop weights into I/O shares

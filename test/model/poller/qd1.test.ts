@@ -46,6 +46,17 @@ describe('closed form at depth 1 (exact)', () => {
     );
   });
 
+  it('6.13–6.19 under the kernel rule at QD1: the table stays exact, the current state is simulated', () => {
+    const fD = uniform(8000, 12_000);
+    const r = evaluatePoller(input({ era: 'iouring_613', fD, submission: { submitNs: 600, reapNs: 0, minComplete: 1 }, current: { policy: 'iouring_half_min', rule: 'kernel' }, sim: { ios: 500 } }));
+    expect(r.method).toBe('closed_form');
+    const want = evaluatePolicies(new CostModel(fD, atom(1000), { switchCostNs: 1500, latencyBudget: 0.01 }));
+    expect(r.policies.map((p) => p.cpuNs)).toEqual(want.map((p) => p.cpuNs));
+    // the estimate collapses to issue → first look (the submission): sleeps of 300 ns save 300 ns of spin for 1.5 µs of c_sw
+    expect(r.kernelEstimateNs).toBe(600);
+    expect(r.current.cpuNs).toBeGreaterThan(want[0]!.cpuNs);
+  });
+
   it("the ring's half-minimum on one device is iouringHalfMinSleep", () => {
     fc.assert(
       fc.property(distArb(500, 200_000), distArb(0, 8000), (fD, fO) => {
