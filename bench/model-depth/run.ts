@@ -1,0 +1,115 @@
+// CPU cost of the poller model at depth per collection: 64 devices (one ring each), every one
+// evaluated with evaluatePoller (the what-if table, best, oracle and the current state under the
+// kernel's own rule), against today's QD1 model on the same inputs (CostModel + evaluatePolicies +
+// the current outcome). Runs are paired (A B A B …); the figures are medians over the pairs of
+// process CPU time (user + system) per device per collection.
+//   npx tsx bench/model-depth/run.ts [--devices 64] [--pairs 7] [--ios 2000] [--era iouring_70]
+// A calibration loop (1e8 additions) is timed before and after: compare it between runs (a
+// loaded machine inflates it and every other figure alike).
+import { parseArgs } from 'node:util';
+import { bucketOf } from '../../src/model/buckets.js';
+import { distFromMasses, scaledToMean } from '../../src/model/dist.js';
+import { CostModel, evaluatePolicies } from '../../src/model/policies.js';
+import { evaluatePoller, type PollerEra, type PollerInput } from '../../src/model/poller/index.js';
+import type { Dist } from '../../src/model/types.js';
+
+const { values } = parseArgs({
+  options: {
+    devices: { type: 'string', default: '64' },
+    pairs: { type: 'string', default: '7' },
+    ios: { type: 'string', default: '1500' },
+    era: { type: 'string', default: 'iouring_70' },
+  },
+});
+const nDev = Number(values.devices);
+const pairs = Number(values.pairs);
+const ios = Number(values.ios);
+const era = values.era as PollerEra;
+
+/** mulberry32 */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A histogram on the BPF grid of lognormal-ish samples, as analyse builds F_D/F_O from one (calibrated to the exact mean). */
+function histDist(rand: () => number, meanNs: number, cv: number, n = 4000): Dist {
+  const m = new Map<number, number>();
+  let sum = 0;
+  const sigma = Math.sqrt(Math.log(1 + cv * cv));
+  for (let k = 0; k < n; k++) {
+    const z = Math.sqrt(-2 * Math.log(1 - rand())) * Math.cos(2 * Math.PI * rand());
+    const v = Math.round(meanNs * Math.exp(sigma * z - (sigma * sigma) / 2));
+    m.set(bucketOf(v), (m.get(bucketOf(v)) ?? 0) + 1);
+    sum += v;
+  }
+  return scaledToMean(distFromMasses([...m.entries()])!, sum / n);
+}
+
+// 64 devices of different service times and depths (1, 4, 16, 64, and a two-depth mix)
+const rand = prng(2026);
+const DEPTHS: [number, number][][] = [[[1, 1]], [[4, 1]], [[16, 1]], [[64, 1]], [[8, 3], [32, 1]]];
+const inputs: PollerInput[] = Array.from({ length: nDev }, (_, i) => ({
+  era,
+  devices: [{ device: `nvme${i}n1`, fD: histDist(rand, 8000 + 72_000 * rand(), 0.1 + 0.4 * rand()), share: 1 }],
+  fO: histDist(rand, 900 + 600 * rand(), 0.3, 500),
+  switchCostNs: 1200 + 800 * rand(),
+  latencyBudget: 0.01,
+  depth: DEPTHS[i % DEPTHS.length]!,
+  submission: { submitNs: 300, reapNs: 100, minComplete: 1 },
+  current: { policy: 'iouring_half_min', rule: 'kernel' },
+  sim: { seed: i + 1, ios },
+}));
+
+const cpuMs = (f: () => void) => {
+  const c0 = process.cpuUsage();
+  f();
+  const c = process.cpuUsage(c0);
+  return (c.user + c.system) / 1000;
+};
+const calibrate = () => cpuMs(() => {
+  let x = 0;
+  for (let i = 0; i < 1e8; i++) x += i;
+  if (x < 0) console.log(x);
+});
+
+const depthModel = () => {
+  for (const inp of inputs) evaluatePoller(inp);
+};
+const qd1Model = () => {
+  for (const inp of inputs) {
+    const m = new CostModel(inp.devices[0]!.fD, inp.fO, { switchCostNs: inp.switchCostNs, latencyBudget: inp.latencyBudget });
+    evaluatePolicies(m);
+    m.outcome(m.meanD / 4);
+  }
+};
+
+const calBefore = calibrate();
+depthModel(); // the first collection also compiles the code: reported apart
+qd1Model();
+const a: number[] = [];
+const b: number[] = [];
+const first = cpuMs(() => evaluatePoller({ ...inputs[3]!, sim: { seed: 999, ios } }));
+for (let p = 0; p < pairs; p++) {
+  a.push(cpuMs(depthModel) / nDev);
+  b.push(cpuMs(qd1Model) / nDev);
+}
+const calAfter = calibrate();
+const med = (x: number[]) => [...x].sort((u, v) => u - v)[Math.floor(x.length / 2)]!;
+const perDepth = DEPTHS.map((d, k) => {
+  const sel = inputs.filter((_, i) => i % DEPTHS.length === k);
+  const ms = cpuMs(() => sel.forEach((inp) => evaluatePoller(inp))) / sel.length;
+  return `${d.map(([n]) => n).join('+')}: ${ms.toFixed(2)}`;
+});
+console.log(`${nDev} devices, era ${era}, ${ios} simulated I/Os per poller, ${pairs} pairs (A = poller model, B = QD1 model)`);
+console.log(`CPU ms per device per collection: A median ${med(a).toFixed(2)} (min ${Math.min(...a).toFixed(2)}, max ${Math.max(...a).toFixed(2)}); B median ${med(b).toFixed(3)}`);
+console.log(`CPU ms per collection at ${nDev} devices: A ${(med(a) * nDev).toFixed(0)}, B ${(med(b) * nDev).toFixed(1)}`);
+console.log(`A per device by depth (ms, one pass): ${perDepth.join('; ')}`);
+console.log(`one cold-ish evaluation after warm-up (depth 64, new seed): ${first.toFixed(2)} ms`);
+console.log(`calibration (1e8 additions): ${calBefore.toFixed(0)} ms before, ${calAfter.toFixed(0)} ms after`);

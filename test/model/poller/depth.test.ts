@@ -1,0 +1,184 @@
+// The simulation at depth: policy order, determinism, limits, and what the kernel's loops do.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { atom, mean, uniform } from '../../../src/model/dist.js';
+import { CostModel } from '../../../src/model/policies.js';
+import { classicCpuAtDepth, depthPoints, evaluatePoller, kernelHalfMeanSleep, Sampler, simulate } from '../../../src/model/poller/index.js';
+import { distArb, input, NO_COST, SIM_ERAS } from './helpers.js';
+
+const sim = (over: Partial<Parameters<typeof simulate>[0]> & { fD?: ReturnType<typeof uniform> }) => {
+  const { fD, ...rest } = over;
+  return simulate({
+    era: 'iouring_70',
+    depth: 1,
+    devices: [{ fD: new Sampler(fD ?? uniform(8000, 12_000)), share: 1 }],
+    wake: new Sampler(atom(1000)),
+    switchCostNs: 1500,
+    submission: NO_COST,
+    rule: { kind: 'none' },
+    ios: 2000,
+    warmup: 200,
+    seed: 3,
+    ...rest,
+  });
+};
+
+describe('policy order at depth', () => {
+  it('best_static ≤ every policy that meets the budget (same I/Os), oracle ≤ best_static within 3 SE', () => {
+    fc.assert(
+      fc.property(
+        distArb(2000, 60_000),
+        distArb(0, 3000),
+        fc.double({ min: 200, max: 5000, noNaN: true }),
+        fc.constantFrom(...SIM_ERAS),
+        fc.integer({ min: 2, max: 24 }),
+        fc.double({ min: 0.005, max: 0.3, noNaN: true }),
+        (fD, fO, csw, era, depthN, budget) => {
+          const r = evaluatePoller(input({ era, fD, fO, switchCostNs: csw, latencyBudget: budget, depthN, sim: { ios: 600 } }));
+          expect(r.method).toBe('simulation');
+          for (const p of r.policies) if (p.meetsBudget && p.policy !== 'oracle') expect(r.best.cpuNs, p.policy).toBeLessThanOrEqual(p.cpuNs);
+          expect(r.best.meetsBudget).toBe(true);
+          expect(r.oracle.cpuNs).toBeLessThanOrEqual(r.best.cpuNs + 3 * (r.oracle.cpuStdErrNs + r.best.cpuStdErrNs) + 1e-9);
+        },
+      ),
+      { numRuns: 10 },
+    );
+  });
+});
+
+describe('determinism', () => {
+  it('the same seed gives the same result; another seed a different one', () => {
+    const a = evaluatePoller(input({ depthN: 8, current: { policy: 'iouring_half_min', rule: 'kernel' }, sim: { seed: 42, ios: 500 } }));
+    const b = evaluatePoller(input({ depthN: 8, current: { policy: 'iouring_half_min', rule: 'kernel' }, sim: { seed: 42, ios: 500 } }));
+    const c = evaluatePoller(input({ depthN: 8, current: { policy: 'iouring_half_min', rule: 'kernel' }, sim: { seed: 43, ios: 500 } }));
+    expect(b).toEqual(a);
+    expect(c.current.cpuNs).not.toBe(a.current.cpuNs);
+  });
+});
+
+describe('limits', () => {
+  it('classic at depth N without submit/reap cost: E[D]/N on eras that reap as found (renewal), and falling with N on all', () => {
+    const fD = uniform(8000, 12_000);
+    for (const era of SIM_ERAS) {
+      let prev = Infinity;
+      for (const depth of [1, 4, 16, 64]) {
+        const st = sim({ era, depth, fD, ios: 4000, warmup: 8 * depth });
+        const cpu = st.spinNs / st.ios;
+        expect(cpu, `${era} N=${depth}`).toBeLessThan(prev);
+        prev = cpu;
+        if (era !== 'iouring_613') expect(Math.abs(cpu / classicCpuAtDepth(mean(fD), depth) - 1), `${era} N=${depth}`).toBeLessThan(0.03);
+        // 6.13–6.19 reap the list's completed prefix only: a completion waits for older ones, so the loop runs longer per I/O
+        else expect(cpu).toBeGreaterThanOrEqual(classicCpuAtDepth(mean(fD), depth) * 0.97);
+      }
+    }
+  });
+
+  it('classic polling burns a whole core at any depth without submit/reap cost, less with it', () => {
+    const bare = evaluatePoller(input({ depthN: 8, sim: { ios: 600 } })).policies.find((p) => p.policy === 'classic')!;
+    const costly = evaluatePoller(input({ depthN: 8, submission: { submitNs: 1000, reapNs: 500, minComplete: 1 }, sim: { ios: 600 } })).policies.find((p) => p.policy === 'classic')!;
+    expect(bare.cpuShare).toBeCloseTo(1, 9);
+    expect(costly.cpuShare).toBeLessThan(0.95);
+    expect(costly.taskCpuNs).toBeCloseTo(costly.cpuNs + 1500, 6);
+  });
+
+  it('completions reaped per pass grow with depth', () => {
+    const one = sim({ depth: 1, rule: { kind: 'static', sleepNs: [5000] } });
+    const deep = sim({ depth: 32, rule: { kind: 'static', sleepNs: [5000] } });
+    expect(one.ios / one.reapingPasses).toBe(1);
+    expect(deep.ios / deep.reapingPasses).toBeGreaterThan(4);
+  });
+});
+
+describe('what the kernel loops do', () => {
+  it('7.0 at QD1, constant D = 10 µs, O = 1 µs: the ring minimum settles at 5 µs (sleep D/4), as the QD1 form', () => {
+    const st = sim({ fD: atom(10_000), rule: { kind: 'ring_min' }, ios: 50, warmup: 5 });
+    expect(st.hybridPollTimeNs).toBe(5000);
+    expect(st.sleepNsTotal / st.sleeps).toBe(2500);
+  });
+
+  it('6.13–6.19 look once per call: the ring minimum collapses to the issue → first look time (here the submission cost)', () => {
+    const st = sim({ era: 'iouring_613', fD: atom(10_000), submission: { submitNs: 700, reapNs: 0, minComplete: 1 }, rule: { kind: 'ring_min' }, ios: 50, warmup: 5 });
+    expect(st.hybridPollTimeNs).toBe(700);
+    expect(st.sleepNsTotal / st.sleeps).toBe(350);
+  });
+
+  it('each request sleeps at most once: sleeps per I/O ≤ 1 at any depth; 5.x sleeps every request of a refill in one pass', () => {
+    for (const era of SIM_ERAS) {
+      for (const depth of [2, 8, 32]) {
+        const st = sim({ era, depth, rule: { kind: 'static', sleepNs: [3000] } });
+        expect(st.sleeps / st.ios).toBeLessThanOrEqual(1 + 1e-12);
+      }
+    }
+    // 5.x: blk_poll's sleep returns without looking, so the pass moves on and sleeps the next
+    // request: N sequential sleeps of s per refill; every I/O waits about N·s
+    const st = sim({ era: 'blkmq_iouring', depth: 8, fD: atom(10_000), rule: { kind: 'static', sleepNs: [3000] } });
+    expect(st.sleeps / st.ios).toBe(1);
+    expect(st.latencyNs / st.ios).toBeGreaterThan(8 * 3000);
+  });
+
+  it('a ring over two devices (ONESHOT): one shared estimate, per-device figures that add up to the ring', () => {
+    const r = evaluatePoller({
+      ...input({ depthN: 4, current: { policy: 'iouring_half_min', rule: 'kernel' }, sim: { ios: 1500 } }),
+      devices: [
+        { device: 'fast', fD: uniform(4000, 6000), share: 1 },
+        { device: 'slow', fD: uniform(20_000, 30_000), share: 1 },
+      ],
+    });
+    expect(r.method).toBe('simulation');
+    expect(r.kernelEstimateNs).toBeDefined();
+    // one look per call: a sample right after a sleep is about O, well below either device's time
+    expect(r.kernelEstimateNs!).toBeLessThan(4000);
+    for (const row of [...r.policies, r.current]) {
+      const sum = row.perDevice.reduce((a, d) => a + d.ioShare * d.cpuNs, 0);
+      expect(sum / row.cpuNs, row.policy).toBeCloseTo(1, 6);
+      expect(row.perDevice.reduce((a, d) => a + d.ioShare, 0)).toBeCloseTo(1, 9);
+    }
+  });
+});
+
+describe('the block layer\'s ½ mean as the kernel runs it', () => {
+  it('QD1: the fixed point s = ½·latency(s), above E[D]/2 when the device oversleeps', () => {
+    const m = new CostModel(uniform(2000, 18_000), atom(1000), { switchCostNs: 1500, latencyBudget: 0.01 });
+    const s = kernelHalfMeanSleep(m);
+    expect(s).toBeGreaterThan(m.meanD / 2 + 200);
+    expect(s).toBeCloseTo(m.latency(s) / 2, 3);
+    expect(kernelHalfMeanSleep(new CostModel(atom(10_000), atom(1000), { switchCostNs: 1500, latencyBudget: 0.01 }))).toBe(5000);
+  });
+
+  it('5.x io_uring at depth: every I/O sleeps once, longer than E[D]/2 (the mean includes the sequential sleeps)', () => {
+    const r = evaluatePoller(input({ era: 'blkmq_iouring', fD: uniform(8000, 12_000), depthN: 4, current: { policy: 'blkmq_half_mean', rule: 'kernel' }, sim: { ios: 800 } }));
+    expect(r.current.sleepsPerIo).toBeCloseTo(1, 9);
+    expect(r.current.sleepNs).toBeGreaterThan(5000 * 1.5);
+  });
+});
+
+describe('depth histogram', () => {
+  it('distinct depths are kept; a wide histogram becomes two I/O-weighted groups', () => {
+    expect(depthPoints([[4, 10], [4, 5], [16, 1]])).toEqual([{ depth: 4, weight: 15 }, { depth: 16, weight: 1 }]);
+    const g = depthPoints([[1, 1], [2, 1], [8, 1], [16, 1]]);
+    expect(g.map((x) => x.weight)).toEqual([2, 2]);
+    expect(g.map((x) => x.depth)).toEqual([2, 12]);
+  });
+
+  it('a mixture of depths lies between its points', () => {
+    const lo = evaluatePoller(input({ depthN: 2, sim: { ios: 600 } }));
+    const hi = evaluatePoller(input({ depthN: 16, sim: { ios: 600 } }));
+    const mix = evaluatePoller(input({ depth: [[2, 1], [16, 1]], sim: { ios: 600 } }));
+    const c = (r: typeof lo) => r.policies.find((p) => p.policy === 'classic')!.cpuNs;
+    expect(c(mix)).toBeLessThan(c(lo));
+    expect(c(mix)).toBeGreaterThan(c(hi));
+  });
+});
+
+describe('bad input', () => {
+  it.each([
+    ['no device', { devices: [] }, /no device/],
+    ['empty F_D', { fD: { pieces: [] } }, /F_D: empty/],
+    ['negative cost', { submission: { submitNs: -1, reapNs: 0, minComplete: 1 } }, /submitNs/],
+    ['empty depth', { depth: [] }, /depth/],
+    ['depth 0', { depth: [[0, 3]] }, /bad depth/],
+    ['static without a sleep', { current: { policy: 'blkmq_fixed', rule: 'static' } }, /current.sleepNs/],
+  ] as const)('%s: a clear error', (_, over, msg) => {
+    expect(() => evaluatePoller(input(over as never))).toThrow(msg);
+  });
+});
