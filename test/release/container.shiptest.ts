@@ -26,6 +26,6 @@ describe('container image', () => {
     for (const cap of ['BPF', 'PERFMON']) expect(out).toContain(`ok: without CAP_${cap}: still serving, bpf_status_info state=disabled reason=not_privileged`);
     const size = /ok: image \S+ (\d+) MiB/.exec(out);
     expect(size, out).not.toBeNull();
-    console.log(`container image: ${size![1]} MiB; ${out.split('\n').filter((l) => / \d+ s\)$/.test(l)).join('; ')}`);
+    console.log(`container image: ${size![1]} MiB; ${out.split('\n').filter((l) => /\(\d+ s\)$/.test(l)).join('; ')}`);
   }, 1_600_000);
 });
