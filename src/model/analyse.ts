@@ -4,8 +4,8 @@ import type { BpfSnapshot, BucketHist } from '../bpf/types.js';
 import type { SnapshotInputs } from '../snapshot/types.js';
 import type { Era } from '../sources/types.js';
 import { advise } from './advice.js';
-import { lowerNs, midNs, upperNs } from './buckets.js';
-import { atom, bucketPiece, calibratedDist, distFromHist, mean, summary } from './dist.js';
+import { lowerNs, midNs, NB, upperNs } from './buckets.js';
+import { atom, bucketPiece, calibratedDist, summary } from './dist.js';
 import { estimateDeviceTime } from './censored.js';
 import { CostModel, evaluatePolicies, policySleep, WorstCase, type UnresolvedAtom } from './policies.js';
 import type { AnalyseOptions, CurrentPolicy, CurrentState, DeviceTimeSource, DeviceWindow, Dist, Measured, ModelTarget, OversleepCheck, UnresolvedBound } from './types.js';
@@ -36,9 +36,17 @@ interface DeviceTime {
  * either mean is 0.
  */
 function exactScale(h: BucketHist | undefined): number {
-  const d = distFromHist(h);
-  if (!h || !d || !(h.count > 0)) return 1;
-  const m = mean(d);
+  if (!h || !(h.count > 0)) return 1;
+  // the bucket reading's mean: Σ c·mid / Σ c (midNs is the mean of bucketPiece's piece)
+  let n = 0;
+  let sum = 0;
+  for (const [i, c] of h.buckets) {
+    if (c > 0 && Number.isInteger(i) && i >= 0 && i < NB) {
+      n += c;
+      sum += c * midNs(i);
+    }
+  }
+  const m = n > 0 ? sum / n : 0;
   const exact = h.sumNs / h.count;
   return m > 0 && exact > 0 && Number.isFinite(exact) ? exact / m : 1;
 }

@@ -38,15 +38,14 @@ const dense = (h: BucketHist | undefined): Float64Array => {
   return a;
 };
 
-/** Sparse [index, a[i] / total] of the non-zero entries, ascending. */
-const sparse = (a: Float64Array, total: number): [number, number][] => {
+const normalised = (a: Float64Array): [number, number][] => {
+  const total = a.reduce((x, y) => x + y, 0);
   const out: [number, number][] = [];
   a.forEach((v, i) => {
     if (v > 0) out.push([i, v / total]);
   });
   return out;
 };
-const normalised = (a: Float64Array): [number, number][] => sparse(a, a.reduce((x, y) => x + y, 0));
 
 /** undefined when there is no sample at all. */
 export function estimateDeviceTime(exact: BucketHist | undefined, censored: BucketHist | undefined): DeviceTimeEstimate | undefined {
@@ -80,23 +79,21 @@ export function estimateDeviceTime(exact: BucketHist | undefined, censored: Buck
     atRisk -= e[i]! + c[i]!;
   }
   const unresolved = F > 1e-12 ? F : 0;
-  const carried = new Float64Array(NB);
-  if (unresolved > 0) {
-    // Censored samples at or below the lowest exact bucket carry the rest, in proportion to their counts.
-    let below = 0;
-    for (let i = 0; i <= lowestExact; i++) below += c[i]!;
-    for (let i = 0; i <= lowestExact; i++) if (c[i]! > 0) carried[i] = (unresolved * c[i]!) / below;
+  // Censored samples at or below the lowest exact bucket carry the rest, in proportion to their counts.
+  let below = 0;
+  if (unresolved > 0) for (let i = 0; i <= lowestExact; i++) below += c[i]!;
+  // Σ mass + unresolved = 1 up to rounding; normalise both parts by the same total.
+  let total = unresolved;
+  for (let i = 0; i < NB; i++) total += mass[i]!;
+  const masses: [number, number][] = [];
+  const resolvedMasses: [number, number][] = [];
+  const unresolvedMasses: [number, number][] = [];
+  for (let i = 0; i < NB; i++) {
+    const r = mass[i]! / total;
+    const u = below > 0 && i <= lowestExact && c[i]! > 0 ? (unresolved * c[i]!) / below / total : 0;
+    if (r > 0) resolvedMasses.push([i, r]);
+    if (u > 0) unresolvedMasses.push([i, u]);
+    if (r + u > 0) masses.push([i, r + u]);
   }
-  // Σ mass + Σ carried = 1 up to rounding; normalise both by the same total.
-  const total = mass.reduce((x, y) => x + y, 0) + unresolved;
-  const both = mass.map((v, i) => v + carried[i]!);
-  return {
-    masses: sparse(both, total),
-    resolvedMasses: sparse(mass, total),
-    unresolvedMasses: sparse(carried, total),
-    source: 'censored_km',
-    samples,
-    censored: nc,
-    unresolved: unresolved / total,
-  };
+  return { masses, resolvedMasses, unresolvedMasses, source: 'censored_km', samples, censored: nc, unresolved: unresolved / total };
 }

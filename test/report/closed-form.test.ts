@@ -21,24 +21,9 @@ import { bucketOf, lowerNs, upperNs } from '../../src/model/buckets.js';
 import type { ModelTarget } from '../../src/model/types.js';
 import type { Report } from '../../src/report/data.js';
 import { CLI } from '../helpers/exporter.js';
-import { cdfOf, closedForm, recordingOf, type ClosedCase, type Part } from './closedForm.js';
+import { CASES, cdfOf, closedForm, recordingOf, type Part } from './closedForm.js';
 
 const BUDGET = 0.01;
-const base = { wakeNs: 1000, cswNs: 1500, n: 20_000, seconds: 10 };
-/** The cases of the before/after table in the issue-14 report. */
-export const CASES: (ClosedCase & { unresolved: 'none' | 'some' | 'half' })[] = [
-  // D = 20 µs, fixed 10 µs sleep (io_poll_delay 10): nothing censored, D a single bucket.
-  { ...base, name: 'constant', D: [{ p: 1, lo: 20_000, hi: 20_000 }], sleepNs: 10_000, ioPollDelay: 10, unresolved: 'none' },
-  // D ~ U(10, 30) µs, fixed 9 µs: the wake-up (10 µs) touches the bottom of D, nothing censored.
-  { ...base, name: 'uniform', D: [{ p: 1, lo: 10_000, hi: 30_000 }], sleepNs: 9000, ioPollDelay: 9, unresolved: 'none' },
-  // Half at 5 µs, half at 50 µs, fixed 10 µs: the fast half is always complete at wake-up (censored, unresolved).
-  { ...base, name: 'two-mode', D: [{ p: 0.5, lo: 5000, hi: 5000 }, { p: 0.5, lo: 50_000, hi: 50_000 }], sleepNs: 10_000, ioPollDelay: 10, unresolved: 'half' },
-  // D ~ U(20, 40) µs, O = 8 µs, ½ mean setting with a 12 µs sleep in one bucket: a large wake-up overhead.
-  { ...base, name: 'large-O', D: [{ p: 1, lo: 20_000, hi: 40_000 }], wakeNs: 8000, sleepNs: 12_000, ioPollDelay: 0, unresolved: 'none' },
-  // D ~ U(10, 30) µs, ½ mean = 10 µs: 5% complete at wake-up (11 µs), in the same bucket as the lowest exact samples.
-  { ...base, name: 'uniform-censored', D: [{ p: 1, lo: 10_000, hi: 30_000 }], sleepNs: 10_000, ioPollDelay: 0, unresolved: 'some' },
-];
-
 /** Width of the grid bucket holding v, scaled as the model scales it (k ≈ 1 ± 10%: take the unscaled width × 1.1). */
 const widthAt = (v: number) => (upperNs(bucketOf(v)) - lowerNs(bucketOf(v))) * 1.1;
 
