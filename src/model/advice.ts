@@ -8,6 +8,12 @@ const GOOD_ENOUGH = 0.05;
 type Analysis = Omit<ModelTarget, 'recommendation' | 'advice'>;
 
 const us = (ns: number) => `${(ns / 1000).toFixed(Math.abs(ns) < 100_000 ? 1 : 0)} µs`;
+/** A sleep to set, rounded down to the digits shown: late() is non-decreasing, so rounding never breaks the budget. */
+const sleepUs = (ns: number) => {
+  const digits = ns < 100_000 ? 1 : 0;
+  const f = 10 ** digits;
+  return `${(Math.floor((ns / 1000) * f) / f).toFixed(digits)} µs`;
+};
 const pct = (x: number) => `${(x * 100).toFixed(x < 0.1 && x > -0.1 ? 1 : 0)}%`;
 const budgetOf = (t: Analysis) => `${(t.latencyBudget * 100).toFixed(t.latencyBudget < 0.01 ? 1 : 0)}%`;
 
@@ -68,7 +74,7 @@ export function advise(t: Analysis): Pick<ModelTarget, 'recommendation' | 'advic
     if (b.sleepNs > 0 && b.savingNs > 0) {
       return {
         advice: 'bounded',
-        recommendation: `${t.device}: the kernel ${cur}; a static sleep of ${us(b.sleepNs)} stays within the ${budget} latency budget however early the ${pct(u)} of I/Os the data cannot time completed, saving ${us(b.savingNs)} to ${us(t.deviceTime.meanNs - b.cpuNs)} CPU per I/O against classic polling (bounded: the model's best, ${us(best.sleepNs)}, may add up to ${us(b.bestLateNs)} latency per I/O)`,
+        recommendation: `${t.device}: the kernel ${cur}; a static sleep of ${sleepUs(b.sleepNs)} stays within the ${budget} latency budget however early the ${pct(u)} of I/Os the data cannot time completed, saving ${us(b.savingNs)} to ${us(t.deviceTime.meanNs - b.cpuNs)} CPU per I/O against classic polling (bounded: the model's best, ${us(best.sleepNs)}, may add up to ${us(b.bestLateNs)} latency per I/O)`,
       };
     }
     const shorter = best.sleepNs < current.sleepNs ? ', shorter than the current one' : '';
@@ -87,5 +93,5 @@ export function advise(t: Analysis): Pick<ModelTarget, 'recommendation' | 'advic
   }
   const cores = t.measured ? ` (${(saveNs * t.measured.iops / 1e9).toFixed(2)} cores at ${Math.round(t.measured.iops)} IOPS)` : '';
   const over = current.outcome.meetsBudget ? '' : `; it now adds ${us(current.outcome.lateNs)} latency per I/O by oversleeping`;
-  return { advice: 'model', recommendation: `${t.device}: the kernel ${cur}; a static sleep of ${us(best.sleepNs)} would save ${us(saveNs)} CPU per I/O${cores} within the ${budget} latency budget${over}` };
+  return { advice: 'model', recommendation: `${t.device}: the kernel ${cur}; a static sleep of ${sleepUs(best.sleepNs)} would save ${us(saveNs)} CPU per I/O${cores} within the ${budget} latency budget${over}` };
 }
