@@ -18,8 +18,8 @@ export function deviceDashboard(c: BundleConfig): Dashboard {
   const rate = (m: string) => `rate(${m}${D}[$__rate_interval])`;
   const perIo = (m: string) => `${rate(`${m}_sum`)} / ${rate('hybridpoll_polled_ios_total')}`;
 
-  const small = (title: string, description: string, unit: string, expr: string, legend?: string) =>
-    setup(new stat.PanelBuilder(), { title, description, unit, width: 4, height: 4, queries: [{ expr, ...(legend ? { legend } : {}) }] })
+  const small = (title: string, description: string, unit: string, expr: string, legend?: string, width = 4) =>
+    setup(new stat.PanelBuilder(), { title, description, unit, width, height: 4, queries: [{ expr, ...(legend ? { legend } : {}) }] })
       .reduceOptions(lastValue());
 
   return dashboard(c, 'device', 'Device drill-down',
@@ -32,13 +32,15 @@ export function deviceDashboard(c: BundleConfig): Dashboard {
       'percentunit', `hybridpoll_sleep_efficiency_ratio${D}`))
     .withPanel(small('Wasted CPU', 'Cores this device\'s pollers spend beyond the best static sleep (recorded 5m rate).',
       CORES, `${r.deviceWastedCores}${D}`))
-    .withPanel(small('Polled IOPS', 'Polled I/Os completed per second (recorded 5m rate).', 'iops', `${r.devicePolledIops}${D}`))
+    .withPanel(small('Polled IOPS', 'Polled I/Os completed per second (recorded 5m rate).', 'iops', `${r.devicePolledIops}${D}`, undefined, 3))
     .withPanel(small('Current policy', 'The sleep policy the kernel uses here, detected from the kernel era and the device settings.',
       'none', `hybridpoll_current_policy_info${D}`, '{{policy}}').textMode(common.BigValueTextMode.Name))
     .withPanel(small('Model error', 'Modelled CPU per I/O at the current sleep against the CPU measured by eBPF, minus 1: near 0% means the efficiency and waste figures can be trusted.',
-      'percentunit', `hybridpoll_model_cpu_error_ratio${D}`))
+      'percentunit', `hybridpoll_model_cpu_error_ratio${D}`, undefined, 3))
+    .withPanel(small('Unresolved share', 'Share of the device-time distribution the data cannot place (I/Os complete at wake-up below every exactly timed one). Above 0% the optimal sleep is an upper bound and the modelled oversleep a lower bound; `report` bounds or withholds its recommendation.',
+      'percentunit', `hybridpoll_model_unresolved_ratio${D}`, undefined, 3))
     .withPanel(small('Oversleep share', 'Fraction of I/Os already complete when the poller woke up (model window).',
-      'percentunit', `hybridpoll_oversleep_ratio${D}`))
+      'percentunit', `hybridpoll_oversleep_ratio${D}`, undefined, 3))
 
     .withRow(new RowBuilder('Sleep'))
     .withPanel(setup(new timeseries.PanelBuilder(), {

@@ -1,12 +1,14 @@
 // One device over one window: F_D, F_O, c_sw, the current policy, the what-if table, efficiency,
 // wasted CPU, oversleep, the self-check and a recommendation. Pure.
-import type { BpfSnapshot } from '../bpf/types.js';
+import type { BpfSnapshot, BucketHist } from '../bpf/types.js';
 import type { SnapshotInputs } from '../snapshot/types.js';
 import type { Era } from '../sources/types.js';
-import { atom, calibratedDist, distFromMasses, scaledToMean, summary } from './dist.js';
+import { advise } from './advice.js';
+import { lowerNs, midNs, NB, upperNs } from './buckets.js';
+import { atom, bucketPiece, calibratedDist, summary } from './dist.js';
 import { estimateDeviceTime } from './censored.js';
-import { CostModel, evaluatePolicies, policySleep } from './policies.js';
-import type { AnalyseOptions, CurrentPolicy, CurrentState, DeviceTimeSource, DeviceWindow, Dist, Measured, ModelTarget } from './types.js';
+import { CostModel, evaluatePolicies, policySleep, WorstCase, type UnresolvedAtom } from './policies.js';
+import type { AnalyseOptions, CurrentPolicy, CurrentState, DeviceTimeSource, DeviceWindow, Dist, Measured, ModelTarget, OversleepCheck, UnresolvedBound } from './types.js';
 import { Accumulator, totalsDelta } from './window.js';
 
 /** c_sw when it cannot be measured: the on-CPU cost of an hrtimer sleep plus a context switch pair on current x86 (design.md §5 anchor). */
@@ -15,8 +17,8 @@ export const DEFAULT_SWITCH_COST_NS = 1500;
 export const DEFAULT_WAKE_OVERHEAD_NS = 1000;
 /** Fewer device-time samples in the window than this: no analysis (too noisy to act on). */
 export const MIN_SAMPLES = 20;
-/** η within this distance of 1 counts as "as good as the best static sleep". */
-const GOOD_ENOUGH = 0.05;
+/** Modelled and measured oversleep ratios further apart than this are flagged (checkOversleep). */
+export const OVERSLEEP_MARGIN = 0.1;
 
 interface DeviceTime {
   dist: Dist;
@@ -24,18 +26,53 @@ interface DeviceTime {
   samples: number;
   censored: number;
   masses: [number, number][];
+  /** the share the data cannot place, as atoms at the found times (empty when everything is resolved) */
+  unresolved: UnresolvedAtom[];
 }
 
-function deviceTime(w: DeviceWindow): DeviceTime | undefined {
-  const est = estimateDeviceTime(w.hists.dev_spun, w.hists.found_slept);
-  const spun = w.hists.dev_spun;
-  if (est) {
-    const shape = distFromMasses(est.masses);
-    // Without censoring the exact mean is known (sum/count of dev_spun); with it, it is not.
-    const dist = shape && est.source === 'empirical' && spun ? scaledToMean(shape, spun.sumNs / spun.count) : shape;
-    if (dist) return { dist, source: est.source, samples: est.samples, censored: est.censored, masses: est.masses };
+/**
+ * The factor that gives a histogram read as "uniform within each bucket" its exact mean sum/count
+ * (the BPF side keeps exact sums; the bucket reading misplaces the mean by up to ~10%); 1 when
+ * either mean is 0.
+ */
+function exactScale(h: BucketHist | undefined): number {
+  if (!h || !(h.count > 0)) return 1;
+  // the bucket reading's mean: Σ c·mid / Σ c (midNs is the mean of bucketPiece's piece)
+  let n = 0;
+  let sum = 0;
+  for (const [i, c] of h.buckets) {
+    if (c > 0 && Number.isInteger(i) && i >= 0 && i < NB) {
+      n += c;
+      sum += c * midNs(i);
+    }
   }
-  // No hybrid sleeps (classic polling): issue → reaped is the device time to within one poll loop.
+  const m = n > 0 ? sum / n : 0;
+  const exact = h.sumNs / h.count;
+  return m > 0 && exact > 0 && Number.isFinite(exact) ? exact / m : 1;
+}
+
+/**
+ * F_D. With hybrid samples: the product-limit estimate, whose parts are placed as the data allow:
+ * the resolved part (exact dev_spun buckets) scaled to dev_spun's exact mean, censored or not; the
+ * unresolved part (found_slept samples below every exact one, which say only D ≤ found time) as
+ * atoms at the found time, scaled to found_slept's exact mean and kept inside their buckets: at
+ * the found time, never above. Without hybrid sleeps (classic polling): rq_lat, issue → reaped,
+ * which is the device time to within one poll loop.
+ */
+function deviceTime(w: DeviceWindow): DeviceTime | undefined {
+  const { dev_spun: spun, found_slept: found } = w.hists;
+  const est = estimateDeviceTime(spun, found);
+  if (est) {
+    const k = exactScale(spun);
+    const resolved = est.resolvedMasses.map(([i, p]) => {
+      const q = bucketPiece(i, p);
+      return { lo: q.lo * k, hi: q.hi * k, p };
+    });
+    const kf = exactScale(found);
+    const unresolved = est.unresolvedMasses.map(([i, p]) => ({ atNs: Math.min(upperNs(i), Math.max(lowerNs(i), midNs(i) * kf)), p }));
+    const pieces = [...resolved, ...unresolved.map(({ atNs, p }) => ({ lo: atNs, hi: atNs, p }))].sort((a, b) => a.lo - b.lo || a.hi - b.hi);
+    if (pieces.length) return { dist: { pieces }, source: est.source, samples: est.samples, censored: est.censored, masses: est.masses, unresolved };
+  }
   const rq = w.hists.rq_lat;
   const dist = calibratedDist(rq);
   if (!rq || !dist) return undefined;
@@ -46,6 +83,7 @@ function deviceTime(w: DeviceWindow): DeviceTime | undefined {
     samples: total,
     censored: 0,
     masses: [...rq.buckets].filter(([, c]) => c > 0).sort((a, b) => a[0] - b[0]).map(([i, c]) => [i, c / total]),
+    unresolved: [],
   };
 }
 
@@ -90,31 +128,6 @@ function settingPolicy(era: Era, ioPollDelay: number | undefined): 'blkmq_half_m
   return ioPollDelay === 0 ? 'blkmq_half_mean' : 'blkmq_fixed';
 }
 
-const us = (ns: number) => `${(ns / 1000).toFixed(ns < 10_000 ? 1 : 0)} µs`;
-const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
-
-function recommend(t: Omit<ModelTarget, 'recommendation'>): string {
-  const { current, best } = t;
-  const budget = `${(t.latencyBudget * 100).toFixed(t.latencyBudget < 0.01 ? 1 : 0)}%`;
-  const name = current.policy === 'unknown' ? 'unknown policy' : current.policy;
-  const cur = current.sleptFraction > 0 ? `sleeps ${us(current.sleepNs)} (${name})` : 'polls without sleeping (classic)';
-  if (best.sleepNs === 0) {
-    if (current.sleptFraction === 0) return `${t.device}: classic polling is already best: no sleep saves CPU within the ${budget} latency budget`;
-    return `${t.device}: the kernel ${cur} but no sleep saves CPU within the ${budget} latency budget: use classic polling`;
-  }
-  const saveNs = current.outcome.cpuNs - best.cpuNs;
-  const cores = t.measured ? ` (${(saveNs * t.measured.iops / 1e9).toFixed(2)} cores at ${Math.round(t.measured.iops)} IOPS)` : '';
-  if (t.efficiency !== undefined && t.efficiency >= 1 - GOOD_ENOUGH && current.outcome.meetsBudget) {
-    return `${t.device}: the kernel ${cur}, efficiency ${pct(t.efficiency)} of the best static sleep (${us(best.sleepNs)}): nothing to tune`;
-  }
-  const over = current.outcome.meetsBudget ? '' : `; it now adds ${us(current.outcome.lateNs)} latency per I/O by oversleeping`;
-  if (saveNs <= 0) {
-    // The kernel already spends less CPU than the best sleep within budget: it pays with latency.
-    return `${t.device}: the kernel ${cur}, spending ${us(-saveNs)} less CPU per I/O than the best sleep within the ${budget} latency budget (${us(best.sleepNs)}) but adding ${us(current.outcome.lateNs)} latency per I/O by oversleeping`;
-  }
-  return `${t.device}: the kernel ${cur}; a static sleep of ${us(best.sleepNs)} would save ${us(Math.max(0, saveNs))} CPU per I/O${cores} within the ${budget} latency budget${over}`;
-}
-
 /** The analysis of one device over one window; undefined with too few device-time samples. */
 export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | undefined {
   if (!(w.seconds > 0)) throw new Error(`window of ${w.seconds} s`);
@@ -140,20 +153,14 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
   const best = policies.find((p) => p.policy === 'best_static')!;
   const oracle = policies.find((p) => p.policy === 'oracle')!;
 
-  // The current state, as measured: which I/Os slept and for how long. The kernel's own estimate
-  // (ctx->hybrid_poll_time/2, aux0/aux1 of sleep_req on the fentry path) is exact; the histogram of
-  // hrtimer expiries reads a little low (prototype README).
+  // The current state, as measured: which I/Os slept and for how long.
   const kernelEstimate = sleepReq !== undefined && sleepReq.aux1 > 0;
-  const sleepDist: Dist | undefined = kernelEstimate
-    ? atom(sleepReq.aux0 / sleepReq.aux1)
-    : sleepReq && sleepReq.count > 0
-      ? calibratedDist(sleepReq)
-      : undefined;
-  const slept = sleeps > 0 && sleepDist !== undefined;
+  const slept = sleeps > 0 && (kernelEstimate || (sleepReq !== undefined && sleepReq.count > 0 && sleepReq.buckets.some(([, c]) => c > 0)));
   const policy = detectPolicy(w.era, w.ioPollDelay, slept, kernelEstimate);
+  const sleepDist = slept ? currentSleep(policy, sleepReq!, kernelEstimate) : undefined;
   const settingSleep = !slept && policy !== 'classic' && policy !== 'unknown' && policy !== 'oracle' ? policySleep(policy, m) : undefined;
   let current: CurrentState;
-  if (slept) {
+  if (sleepDist) {
     const sleptFraction = polledIos ? Math.min(1, sleeps / polledIos) : 1;
     const outcome = m.mixedOutcome(sleptFraction, sleepDist);
     current = { policy, sleepNs: outcome.sleepNs, sleptFraction, sleepSource: kernelEstimate ? 'kernel_estimate' : 'sleep_req', outcome };
@@ -181,11 +188,21 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
     };
   }
 
-  const partial: Omit<ModelTarget, 'recommendation'> = {
+  const unresolved = dt.unresolved.reduce((a, x) => a + x.p, 0);
+  const oversleepCheck = checkOversleep(current, measured);
+  const partial: Omit<ModelTarget, 'recommendation' | 'advice'> = {
     device: w.device,
     dev: w.dev,
     windowSeconds: w.seconds,
-    deviceTime: { ...summary(dt.dist), source: dt.source, samples: dt.samples, censored: dt.censored, masses: dt.masses },
+    deviceTime: {
+      ...summary(dt.dist),
+      source: dt.source,
+      samples: dt.samples,
+      censored: dt.censored,
+      masses: dt.masses,
+      unresolved,
+      ...(unresolved > 0 ? { unresolvedAtNs: dt.unresolved.reduce((a, x) => a + x.p * x.atNs, 0) / unresolved } : {}),
+    },
     wakeOverhead: { ...summary(fO), source: wakeDist ? 'measured' : 'default' },
     switchCostNs: csw.ns,
     switchCostSource: csw.source,
@@ -202,8 +219,43 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
           ...(measured.cpuPerIoNs > 0 ? { modelCpuErrorRatio: current.outcome.cpuNs / measured.cpuPerIoNs - 1 } : {}),
         }
       : {}),
+    ...(oversleepCheck ? { oversleepCheck } : {}),
+    ...(unresolved > 0 ? { bound: unresolvedBound(new WorstCase(m, dt.unresolved), best.sleepNs) } : {}),
   };
-  return { ...partial, recommendation: recommend(partial) };
+  return { ...partial, ...advise(partial) };
+}
+
+/**
+ * The kernel's sleep as the model sees it: an atom where the kernel sleeps one value (its own
+ * estimate hybrid_poll_time/2 on the fentry path; a fixed io_poll_delay; ½ mean when the requested
+ * sleeps fill one bucket, one poll_stat class), at the exact mean of what was measured; otherwise
+ * the requested-sleep histogram scaled to its exact mean. Spreading a single value over its bucket
+ * would make the current row disagree with the what-if row at the same sleep.
+ */
+function currentSleep(policy: CurrentPolicy, sleepReq: BucketHist, kernelEstimate: boolean): Dist | undefined {
+  if (kernelEstimate) return atom(sleepReq.aux0 / sleepReq.aux1);
+  const filled = sleepReq.buckets.filter(([, c]) => c > 0).length;
+  if (sleepReq.count > 0 && (policy === 'blkmq_fixed' || (policy === 'blkmq_half_mean' && filled === 1))) return atom(sleepReq.sumNs / sleepReq.count);
+  return calibratedDist(sleepReq);
+}
+
+/**
+ * Modelled P(overslept | slept) of the current state against the measured ratio. They come from the
+ * same samples, so they differ by the grid (F_D uniform within buckets; the censored estimator's
+ * half-count rule errs by up to ~0.05 in the CDF, censored.ts) plus what the model cannot place:
+ * unresolved I/Os set at their found time read as not overslept. OVERSLEEP_MARGIN is twice the
+ * estimator's error; beyond it the modelled oversleep and added latency are not to be trusted.
+ */
+function checkOversleep(current: CurrentState, measured: Measured | undefined): OversleepCheck | undefined {
+  if (!measured || measured.oversleepRatio === undefined || !(current.sleptFraction > 0)) return undefined;
+  const modelled = current.outcome.oversleepProbability / current.sleptFraction;
+  return { modelled, measured: measured.oversleepRatio, consistent: Math.abs(modelled - measured.oversleepRatio) <= OVERSLEEP_MARGIN };
+}
+
+/** What the advice can promise whatever the unresolved device times are (UnresolvedBound). */
+function unresolvedBound(wc: WorstCase, bestSleepNs: number): UnresolvedBound {
+  const sleepNs = wc.boundedSleep(bestSleepNs);
+  return { sleepNs, cpuNs: wc.m.cpu(sleepNs), lateNs: wc.late(sleepNs), savingNs: wc.saving(sleepNs), bestLateNs: wc.late(bestSleepNs) };
 }
 
 /** Device name and io_poll_delay for a BPF device, from the BPF series or the sysfs reading. */

@@ -8,20 +8,27 @@
 // so bucket i gets mass F(upper(i)) · eᵢ / nᵢ. A censored sample leaves the risk set below its own
 // bucket (it only says D ≤ x). Inside its own bucket it counts half (the actuarial life-table
 // rule): its x lies above about half of that bucket's exact samples, so counting it fully would
-// bias F upwards (measured: +0.05 at the low end with 20%-wide buckets, see the tests). Mass left below the lowest exact sample cannot be placed by the
-// data: it goes to the censored samples' own buckets (their upper bound), and is reported.
+// bias F upwards (measured: +0.05 at the low end with 20%-wide buckets, see the tests).
+// Mass left below the lowest exact sample cannot be placed by the data: each censored sample at or
+// below that bucket only says D ≤ its found time. It is returned apart (`unresolvedMasses`, by the
+// censored samples' buckets) so that the caller places it at the found times (an upper bound on
+// D) and can bound what the placement changes; `unresolved` is its total.
 import type { BucketHist } from '../bpf/types.js';
 import { NB } from './buckets.js';
 import type { DeviceTimeSource } from './types.js';
 
 export interface DeviceTimeEstimate {
-  /** probability per bucket index, ascending, Σ = 1 */
+  /** probability per bucket index, ascending, Σ = 1: resolved and unresolved together (charts) */
   masses: [number, number][];
+  /** the part placed by exact samples: probability per dev_spun bucket, ascending, Σ = 1 − unresolved */
+  resolvedMasses: [number, number][];
+  /** the part the data cannot place: probability per found_slept bucket carrying it, ascending, Σ = unresolved */
+  unresolvedMasses: [number, number][];
   source: Exclude<DeviceTimeSource, 'rq_lat'>;
   /** exact + censored samples */
   samples: number;
   censored: number;
-  /** probability mass the estimator could not place below the lowest exact sample (set at upper bounds) */
+  /** probability mass the estimator could not place below the lowest exact sample */
   unresolved: number;
 }
 
@@ -48,8 +55,14 @@ export function estimateDeviceTime(exact: BucketHist | undefined, censored: Buck
   const nc = c.reduce((x, y) => x + y, 0);
   const samples = ne + nc;
   if (samples === 0) return undefined;
-  if (nc === 0) return { masses: normalised(e), source: 'empirical', samples, censored: 0, unresolved: 0 };
-  if (ne === 0) return { masses: normalised(c), source: 'censored_only', samples, censored: nc, unresolved: 1 };
+  if (nc === 0) {
+    const masses = normalised(e);
+    return { masses, resolvedMasses: masses, unresolvedMasses: [], source: 'empirical', samples, censored: 0, unresolved: 0 };
+  }
+  if (ne === 0) {
+    const masses = normalised(c);
+    return { masses, resolvedMasses: [], unresolvedMasses: masses, source: 'censored_only', samples, censored: nc, unresolved: 1 };
+  }
 
   const mass = new Float64Array(NB);
   let atRisk = samples;
@@ -66,11 +79,21 @@ export function estimateDeviceTime(exact: BucketHist | undefined, censored: Buck
     atRisk -= e[i]! + c[i]!;
   }
   const unresolved = F > 1e-12 ? F : 0;
-  if (unresolved > 0) {
-    // Censored samples at or below the lowest exact bucket carry the rest, at their upper bounds.
-    let below = 0;
-    for (let i = 0; i <= lowestExact; i++) below += c[i]!;
-    for (let i = 0; i <= lowestExact; i++) if (c[i]! > 0) mass[i]! += (unresolved * c[i]!) / below;
+  // Censored samples at or below the lowest exact bucket carry the rest, in proportion to their counts.
+  let below = 0;
+  if (unresolved > 0) for (let i = 0; i <= lowestExact; i++) below += c[i]!;
+  // Σ mass + unresolved = 1 up to rounding; normalise both parts by the same total.
+  let total = unresolved;
+  for (let i = 0; i < NB; i++) total += mass[i]!;
+  const masses: [number, number][] = [];
+  const resolvedMasses: [number, number][] = [];
+  const unresolvedMasses: [number, number][] = [];
+  for (let i = 0; i < NB; i++) {
+    const r = mass[i]! / total;
+    const u = below > 0 && i <= lowestExact && c[i]! > 0 ? (unresolved * c[i]!) / below / total : 0;
+    if (r > 0) resolvedMasses.push([i, r]);
+    if (u > 0) unresolvedMasses.push([i, u]);
+    if (r + u > 0) masses.push([i, r + u]);
   }
-  return { masses: normalised(mass), source: 'censored_km', samples, censored: nc, unresolved };
+  return { masses, resolvedMasses, unresolvedMasses, source: 'censored_km', samples, censored: nc, unresolved: unresolved / total };
 }

@@ -3,7 +3,8 @@
 // API for report / record / replay / metrics (all times in ns, rates per second):
 //   analyse(window: DeviceWindow, opts: AnalyseOptions) → ModelTarget | undefined
 //       one device over one window of deltas: current vs optimal sleep, efficiency η, wasted CPU,
-//       oversleep, the what-if table (ModelTarget.policies) and a one-line recommendation.
+//       oversleep, the what-if table (ModelTarget.policies) and a one-line recommendation with what
+//       it rests on (advice: model / bounded / withheld when part of F_D is unresolved).
 //       undefined when the window holds fewer device-time samples than opts.minSamples.
 //   analysePair(from: SnapshotInputs, to: SnapshotInputs, opts) → ModelTarget[]
 //       the same for every device between two snapshots (what `report --duration D` needs).
@@ -14,9 +15,10 @@
 //   dist helpers (atom, uniform, mixture, distFromHist, …) and estimateDeviceTime (F_D, censored).
 // See README.md in this folder for the assumptions and limits.
 export * from './types.js';
-export { analyse, analysePair, detectPolicy, DEFAULT_SWITCH_COST_NS, DEFAULT_WAKE_OVERHEAD_NS, MIN_SAMPLES } from './analyse.js';
+export { analyse, analysePair, detectPolicy, DEFAULT_SWITCH_COST_NS, DEFAULT_WAKE_OVERHEAD_NS, MIN_SAMPLES, OVERSLEEP_MARGIN } from './analyse.js';
+export { aboveClassicCause, advise, belowBestCause } from './advice.js';
 export { EfficiencyModel, type EfficiencyModelOptions } from './stage.js';
-export { CostModel, evaluatePolicies, policySleep, bestStaticSleep, iouringHalfMinSleep, type ModelParams, type Outcome } from './policies.js';
+export { CostModel, evaluatePolicies, policySleep, bestStaticSleep, iouringHalfMinSleep, WorstCase, type ModelParams, type Outcome, type UnresolvedAtom } from './policies.js';
 export { estimateDeviceTime, type DeviceTimeEstimate } from './censored.js';
 export { atom, uniform, mixture, distFromHist, distFromMasses, mean, cdf, quantile, summary, expectPositive } from './dist.js';
 export { cumulativeLe, countLe, histIncrease, counterIncrease } from './hist.js';

@@ -150,6 +150,61 @@ export function bestStaticSleep(m: CostModel): number {
   return m.cpu(s) < m.meanD ? s : 0;
 }
 
+/** A point mass of F_D the data cannot place: I/Os complete at wake-up, put at their found time. */
+export interface UnresolvedAtom {
+  atNs: number;
+  p: number;
+}
+
+/**
+ * The worst case of the unresolved share for the advice: those I/Os at D = 0 instead of at their
+ * found times x (the data say only D ≤ x). Each then adds E[min(x, s + O)] to late(s) (its wake-up
+ * is late by all of s + O instead of (s + O − x)⁺) and saves that much less CPU (its spin falls
+ * from E[(x − s − O)⁺] to 0 and its share of E[D] by x); the budget shrinks with E[D].
+ */
+export class WorstCase {
+  readonly share: number;
+  readonly budgetNs: number;
+  private readonly o: PositivePart;
+
+  constructor(
+    readonly m: CostModel,
+    readonly atoms: readonly UnresolvedAtom[],
+  ) {
+    this.share = atoms.reduce((a, x) => a + x.p, 0);
+    this.budgetNs = m.params.latencyBudget * Math.max(0, m.meanD - atoms.reduce((a, x) => a + x.p * x.atNs, 0));
+    this.o = new PositivePart([{ dist: m.fO, sign: 1 }]);
+  }
+
+  /** Σ p·E[min(x, s + O)] = Σ p·(s + E[O] − E[(s + O − x)⁺]) */
+  private shift(s: number): number {
+    if (!(s > 0)) return 0;
+    return this.atoms.reduce((a, x) => a + x.p * (s + this.m.meanO - this.o.at(s - x.atNs, 1)), 0);
+  }
+
+  late(s: number): number {
+    return s > 0 ? this.m.late(s) + this.shift(s) : 0;
+  }
+
+  /** CPU saved against classic polling: E[D] − cpu(s) in the worst case */
+  saving(s: number): number {
+    return s > 0 ? this.m.meanD - this.m.cpu(s) - this.shift(s) : 0;
+  }
+
+  /**
+   * The largest sleep ≤ limit within the worst case's budget (late is non-decreasing, spin
+   * non-increasing, so it is also the cheapest); 0 when none. late ≥ share·(s + E[O]) bounds the
+   * search, and settles it without one evaluation when even a sleep of 0 cannot fit.
+   */
+  boundedSleep(limit: number): number {
+    const hi = Math.min(limit, this.share > 0 ? this.budgetNs / this.share - this.m.meanO : limit);
+    if (!(hi > 0)) return 0;
+    const feasible = (s: number) => this.late(s) <= this.budgetNs * (1 + 1e-9);
+    if (feasible(hi)) return hi;
+    return boundary(0, hi, (s) => s === 0 || feasible(s));
+  }
+}
+
 /**
  * iouring_half_min (6.13+): sleep = ½ the ring's running minimum of (issue → end of poll − sleep).
  * A poll after sleep s ends at max(D, s + O), so a sample is max(D − s, O). The first I/O does not

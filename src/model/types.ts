@@ -137,7 +137,21 @@ export interface ModelTarget {
   dev: string;
   windowSeconds: number;
   /** F_D: device time distribution, bucket masses on the grid (index → probability), for charts */
-  deviceTime: DistSummary & { source: DeviceTimeSource; samples: number; censored: number; masses: [number, number][] };
+  deviceTime: DistSummary & {
+    source: DeviceTimeSource;
+    samples: number;
+    censored: number;
+    masses: [number, number][];
+    /**
+     * share of F_D the data cannot place: I/Os already complete at wake-up with no exact sample
+     * below them (1 for censored_only). The model puts it at their found time (`unresolvedAtNs`),
+     * the most the data allow, so with a share > 0 the modelled late() and oversleep are lower
+     * bounds and the best static sleep an upper bound.
+     */
+    unresolved: number;
+    /** mean found time the unresolved share is placed at (absent when the share is 0) */
+    unresolvedAtNs?: number;
+  };
   wakeOverhead: DistSummary & { source: 'measured' | 'default' };
   /** c_sw used, and whether it was measured (iopoll − offcpu − spin per sleep) or the default */
   switchCostNs: number;
@@ -155,8 +169,44 @@ export interface ModelTarget {
   wastedCpuCores?: number;
   /** modelled cpu(current) / measured CPU per I/O − 1 */
   modelCpuErrorRatio?: number;
+  /** modelled against measured oversleep of the current state; absent when either is unknown */
+  oversleepCheck?: OversleepCheck;
+  /** with an unresolved share: what the advice can still promise whatever those device times are */
+  bound?: UnresolvedBound;
+  /**
+   * what the recommendation rests on: `model` (the best static sleep; nothing unresolved),
+   * `bounded` (a sleep within the budget whatever the unresolved device times, the model's best
+   * not provably so), `withheld` (no sleep can be shown to save CPU within the budget)
+   */
+  advice: 'model' | 'bounded' | 'withheld';
   /** one line for humans */
   recommendation: string;
+}
+
+export interface OversleepCheck {
+  /** P(D ≤ S + O) under the current state, per slept I/O */
+  modelled: number;
+  /** overslept / (overslept + spun) */
+  measured: number;
+  /** |modelled − measured| ≤ OVERSLEEP_MARGIN */
+  consistent: boolean;
+}
+
+/**
+ * The worst case for the advice: the unresolved share at D = 0 instead of at its found times (the
+ * least the data allow), which maximises late(s) and minimises the CPU a sleep saves.
+ */
+export interface UnresolvedBound {
+  /** the largest sleep (≤ the best static sleep) within the budget of the worst case's E[D]; 0 when none */
+  sleepNs: number;
+  /** modelled cpu at that sleep (the model's placement) */
+  cpuNs: number;
+  /** worst-case late at that sleep */
+  lateNs: number;
+  /** worst-case CPU saved against classic polling at that sleep (≤ 0: none) */
+  savingNs: number;
+  /** worst-case late at the model's best static sleep */
+  bestLateNs: number;
 }
 
 /** What the model stage adds to each snapshot. */

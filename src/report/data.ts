@@ -4,6 +4,7 @@ import type { BpfRing, PollPath } from '../bpf/types.js';
 import { analysePair, histIncrease, MIN_SAMPLES, type ModelTarget } from '../model/index.js';
 import type { RecordingHeader } from '../record/format.js';
 import type { SnapshotInputs } from '../snapshot/types.js';
+import { caveats, type Caveats } from './caveats.js';
 import type { Era, EraEvidence } from '../sources/types.js';
 
 export const REPORT_FORMAT = 'hybridpoll-report';
@@ -12,6 +13,8 @@ export const REPORT_VERSION = 1;
 export interface ReportDevice {
   /** the model's analysis; all times in ns */
   target: ModelTarget;
+  /** what to keep in mind reading it (unresolved share, oversleep check, causes of η or wasted CPU out of range), as text */
+  caveats: Caveats;
   /** measured issue → reaped latency over the window: sparse [bucket index, count] on the grid */
   latency: [number, number][];
 }
@@ -85,7 +88,7 @@ export function buildReport(from: SnapshotInputs, to: SnapshotInputs, o: BuildOp
   const devices: ReportDevice[] = targets.map((target) => {
     const before = from.bpf?.devices.find((d) => d.dev === target.dev)?.hists.rq_lat;
     const after = to.bpf?.devices.find((d) => d.dev === target.dev)?.hists.rq_lat;
-    return { target, latency: after ? histIncrease(before, after).buckets : [] };
+    return { target, caveats: caveats(target), latency: after ? histIncrease(before, after).buckets : [] };
   });
   const notes: string[] = [];
   if (!to.bpf) {

@@ -197,6 +197,14 @@ ${t.policies.map((p) => row(p.policy, p, p.policy === 'best_static' ? 'optimal' 
 </tbody></table>`;
 }
 
+/** The device's caveats as a list; nothing when there are none. */
+function caveatList(d: ReportDevice): string {
+  const c = d.caveats;
+  const items = ([['unresolved', c.unresolved], ['oversleep check', c.oversleep], ['efficiency', c.efficiency], ['wasted CPU', c.wastedCpu]] as const).filter(([, v]) => v !== undefined);
+  if (items.length === 0) return '';
+  return `<ul class="caveats">${items.map(([k, v]) => `<li data-caveat="${esc(k)}"><b>${esc(k)}:</b> ${esc(v!)}</li>`).join('')}</ul>`;
+}
+
 function deviceSection(d: ReportDevice): string {
   const t = d.target;
   const m = t.measured;
@@ -211,7 +219,8 @@ ${card('wasted CPU', t.wastedCpuCores === undefined ? 'n/a' : cores(t.wastedCpuC
 ${card('oversleep', m?.oversleepRatio === undefined ? 'n/a' : percent(m.oversleepRatio), `adds ${duration(t.current.outcome.lateNs)} per I/O`)}
 ${card('CPU per I/O', m ? duration(m.cpuPerIoNs) : 'n/a', `modelled ${duration(t.current.outcome.cpuNs)}${t.modelCpuErrorRatio === undefined ? '' : ` (${t.modelCpuErrorRatio >= 0 ? '+' : ''}${percent(t.modelCpuErrorRatio)})`}`)}
 </div>
-<p class="recommendation">${esc(t.recommendation)}</p>
+<p class="recommendation">${esc(t.recommendation)}${t.advice === 'model' ? '' : ` <b>[${esc(t.advice)}]</b>`}</p>
+${caveatList(d)}
 <div class="charts">
 <figure>${latencyChart(d)}<figcaption>Latency distribution: measured issue → reaped, and the device time D estimated from ${integer(t.deviceTime.samples)} samples (${integer(t.deviceTime.censored)} censored). Wake overhead O: mean ${duration(t.wakeOverhead.meanNs)}; c_sw ${duration(t.switchCostNs)}.</figcaption></figure>
 <figure>${policyChart(t)}<figcaption>CPU per I/O against mean latency for each policy on the same D and O. Left of the dashed line: within the latency budget.</figcaption></figure>
@@ -230,6 +239,7 @@ section.device{background:#fff;border:1px solid #dee2e6;border-radius:8px;paddin
 .card .value{font-size:1.5em;font-weight:600;margin:.1em 0}.card .sub{font-size:.8em;color:#495057}
 .card.current .value{color:${COLOR.current}}.card.optimal .value{color:${COLOR.optimal}}
 .recommendation{background:#fff9db;border-left:4px solid #fab005;padding:.6em 1em;margin:1em 0}
+.caveats{color:#862e9c;font-size:.9em;margin:-.4em 0 1em}
 .charts{display:grid;grid-template-columns:1fr 1fr;gap:1.2em}figure{margin:0}figcaption{font-size:.85em;color:#495057;margin-top:.3em}
 svg.chart{width:100%;height:auto;border:1px solid #e9ecef;border-radius:6px;font-size:11px}
 svg .axis{stroke:#868e96}svg .grid{stroke:#f1f3f5}svg .tick{fill:#495057}svg .axis-label{fill:#495057;font-size:12px}

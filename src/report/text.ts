@@ -39,22 +39,23 @@ function device(d: ReportDevice): string[] {
   const kv = (k: string, v: string) => lines.push(`  ${k.padEnd(18)}${v}`);
   if (m) kv('polled I/O', `${integer(m.iops)} IOPS, ${integer(m.polledIos)} I/Os in ${t.windowSeconds.toFixed(0)} s`);
   const dt = t.deviceTime;
+  const notes = d.caveats;
   kv('device time D', `mean ${duration(dt.meanNs)}, p50 ${duration(dt.p50Ns)}, p99 ${duration(dt.p99Ns)} (${dt.source}: ${integer(dt.samples)} samples, ${integer(dt.censored)} censored)`);
+  if (notes.unresolved) kv('unresolved', notes.unresolved);
   kv('wake overhead O', `mean ${duration(t.wakeOverhead.meanNs)} (${t.wakeOverhead.source}); sleep/wake CPU c_sw ${duration(t.switchCostNs)} (${t.switchCostSource})`);
   const sleptOn = c.sleptFraction > 0 ? `, on ${percent(c.sleptFraction)} of I/Os (${c.sleepSource.replace('_', ' ')})` : '';
   kv('current sleep', `${duration(c.sleepNs)}  ${c.policy}${sleptOn}`);
-  kv('optimal sleep', `${duration(t.best.sleepNs)}  best_static within the ${percent(t.latencyBudget, 0)} latency budget`);
-  kv('efficiency', t.efficiency === undefined ? 'n/a: no static sleep beats classic polling' : `${percent(t.efficiency)}  (100% = the best static sleep, 0% = classic polling)`);
+  const bound = t.bound && t.advice !== 'model' ? `; within it whatever the unresolved device times: ${t.bound.sleepNs > 0 ? duration(t.bound.sleepNs) : 'none'}` : '';
+  kv('optimal sleep', `${duration(t.best.sleepNs)}  best_static within the ${percent(t.latencyBudget, 0)} latency budget${bound}`);
+  kv('efficiency', t.efficiency === undefined ? 'n/a: no static sleep beats classic polling' : `${percent(t.efficiency)}  (100% = the best static sleep, 0% = classic polling)${notes.efficiency ? `; ${notes.efficiency}` : ''}`);
   if (m) {
     const check = t.modelCpuErrorRatio === undefined ? '' : ` (self-check ${t.modelCpuErrorRatio >= 0 ? '+' : ''}${percent(t.modelCpuErrorRatio)})`;
     kv('CPU per I/O', `measured ${duration(m.cpuPerIoNs)}, modelled ${duration(c.outcome.cpuNs)}${check}`);
   }
-  if (t.wastedCpuCores !== undefined) {
-    const why = t.wastedCpuCores < 0 ? ' (below the best sleep\'s CPU: the kernel buys it with latency beyond the budget)' : '';
-    kv('wasted CPU', `${cores(t.wastedCpuCores)}${why}`);
-  }
+  if (t.wastedCpuCores !== undefined) kv('wasted CPU', `${cores(t.wastedCpuCores)}${notes.wastedCpu ? ` (${notes.wastedCpu})` : ''}`);
   const over = m?.oversleepRatio === undefined ? 'not measured' : `${percent(m.oversleepRatio)} of slept I/Os already complete at wake-up`;
-  kv('oversleep', `${over}; adds ${duration(c.outcome.lateNs)} per I/O`);
+  kv('oversleep', `${over}; modelled to add ${duration(c.outcome.lateNs)} per I/O`);
+  if (notes.oversleep) kv('oversleep check', notes.oversleep);
   lines.push('');
   const rows = [
     ['what-if, per I/O', 'sleep', 'CPU', 'CPU share', 'added latency', 'latency', 'overslept', 'in budget', ''],
@@ -62,7 +63,8 @@ function device(d: ReportDevice): string[] {
     ...t.policies.map((p) => outcomeRow(p.policy, p, p.policy === 'best_static' ? '<- optimal' : p.policy === c.policy ? '<- kernel policy' : '')),
   ];
   lines.push(...table(rows).map((l) => `  ${l}`));
-  lines.push('', `  => ${t.recommendation}`);
+  if (dt.unresolved > 0) lines.push(`  (in budget: with the unresolved ${percent(dt.unresolved)} at its found time; the recommendation says what holds whatever their times)`);
+  lines.push('', `  => ${t.recommendation}${t.advice === 'model' ? '' : ` [${t.advice}]`}`);
   return lines;
 }
 

@@ -39,25 +39,35 @@ describe('analyse', () => {
       const t = analyse(windowOf({ n: 50_000, ...tight(2), sleepNs, cswNs: 1500, kernelEstimate: true }), OPTS)!;
       expect(t.current.sleepSource).toBe('kernel_estimate');
       expect(t.current.sleepNs).toBe(sleepNs);
-      // Within 2% of E[D] in ns: the model sees D uniform inside 20%-wide buckets. As a ratio of the
-      // measured CPU (small when the sleep is near D) that is up to ~10%.
+      // The model sees D uniform inside its bucket. For a bucket (a, b] straddling the wake-up, the
+      // uniform's E[(D − t)⁺] lies within (b − a)/8 of any placement of that mass with the same mean
+      // (convexity: the extremes are an atom at the mean and the two end points), so the error is at
+      // most ρ/8 of E[D], ρ = 2/9 the grid's widest bucket relative to its midpoint: 2.8%. At
+      // s = 9 µs the wake-up sits inside this tight D (σ 3%) and half the I/Os are censored: the
+      // worst case here. As a ratio of the measured CPU (small near D) that is up to ~15%.
       const errNs = t.current.outcome.cpuNs - t.measured!.cpuPerIoNs;
-      expect(Math.abs(errNs), `s=${sleepNs}`).toBeLessThan(0.02 * t.deviceTime.meanNs);
-      expect(Math.abs(t.modelCpuErrorRatio!), `s=${sleepNs}`).toBeLessThan(0.12);
+      expect(Math.abs(errNs), `s=${sleepNs}`).toBeLessThan((2 / 9 / 8) * t.deviceTime.meanNs);
+      expect(Math.abs(t.modelCpuErrorRatio!), `s=${sleepNs}`).toBeLessThan(0.15);
       expect(t.measured!.iops).toBe(5000);
     }
   });
 
   it('reports oversleep when the kernel sleeps past the device time', () => {
-    const t = analyse(windowOf({ n: 20_000, ...tight(3), sleepNs: 11_000, cswNs: 1500 }), OPTS)!;
+    const w = windowOf({ n: 20_000, ...tight(3), sleepNs: 11_000, cswNs: 1500 });
+    const t = analyse(w, OPTS)!;
     expect(t.measured!.oversleepRatio).toBe(1);
-    // Every I/O is complete at wake-up, so no sample is exact: the estimate only knows D ≤ ~12 µs
-    // and takes the bounds (one 20%-wide bucket) as D. It under-states oversleep, never hides it.
+    // Every I/O is complete at wake-up, so no sample is exact: the data only say D ≤ the found time
+    // (~12 µs). The model puts all of F_D there (the most the data allow), which under-states the
+    // oversleep; it says so: the whole of F_D is unresolved, the check flags the disagreement with
+    // the measured 100%, and no sleep is recommended as within the budget.
     expect(t.deviceTime.source).toBe('censored_only');
-    expect(t.current.outcome.oversleepProbability).toBeGreaterThan(0.7);
-    expect(t.current.outcome.lateNs).toBeGreaterThan(0);
-    expect(t.current.outcome.meetsBudget).toBe(false);
-    expect(t.recommendation).toMatch(/latency per I\/O by oversleeping/);
+    expect(t.deviceTime.unresolved).toBe(1);
+    expect(t.deviceTime.unresolvedAtNs!).toBeCloseTo(w.hists.found_slept!.sumNs / w.hists.found_slept!.count, 6);
+    expect(t.deviceTime.meanNs).toBeCloseTo(t.deviceTime.unresolvedAtNs!, 6);
+    expect(t.oversleepCheck).toMatchObject({ measured: 1, consistent: false });
+    expect(t.bound!.sleepNs).toBe(0);
+    expect(t.advice).toBe('withheld');
+    expect(t.recommendation).toMatch(/recommendation withheld: 100% of I\/Os were already complete at wake-up/);
   });
 
   it('computes wasted CPU as (measured − best) × IOPS', () => {

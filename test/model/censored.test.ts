@@ -23,8 +23,9 @@ describe('device-time estimator', () => {
   it('is undefined without samples and an upper bound with only censored ones', () => {
     expect(estimateDeviceTime(undefined, undefined)).toBeUndefined();
     const est = estimateDeviceTime(undefined, histOf([5000, 5000]))!;
-    expect(est).toMatchObject({ source: 'censored_only', unresolved: 1, censored: 2 });
+    expect(est).toMatchObject({ source: 'censored_only', unresolved: 1, censored: 2, resolvedMasses: [] });
     expect(est.masses).toEqual([[bucketOf(5000), 1]]);
+    expect(est.unresolvedMasses).toEqual(est.masses);
   });
 
   it('matches the hand-computed product-limit estimate', () => {
@@ -45,6 +46,20 @@ describe('device-time estimator', () => {
     const est = estimateDeviceTime(histOf([8000, 9000]), histOf([1000]))!;
     expect(est.unresolved).toBeCloseTo(1 / 3, 12);
     expect(est.masses.find(([i]) => i === bucketOf(1000))![1]).toBeCloseTo(1 / 3, 12);
+    // apart from the resolved part, so the caller can place it at the found time and bound it
+    expect(est.unresolvedMasses).toEqual([[bucketOf(1000), expect.closeTo(1 / 3, 12)]]);
+    expect(est.resolvedMasses.map(([i]) => i)).toEqual([bucketOf(8000), bucketOf(9000)]);
+    expect(est.resolvedMasses.reduce((a, [, p]) => a + p, 0)).toBeCloseTo(2 / 3, 12);
+  });
+
+  it('splits the unresolved mass over every censored bucket at or below the lowest exact one', () => {
+    // censored at 1000 and 3000 (3 and 1 samples), exact only at 8000 and above: 4 of 6 unresolved
+    const est = estimateDeviceTime(histOf([8000, 20_000]), histOf([1000, 1000, 1000, 3000]))!;
+    expect(est.unresolved).toBeCloseTo(4 / 6, 12);
+    const byBucket = new Map(est.unresolvedMasses);
+    expect(byBucket.get(bucketOf(1000))).toBeCloseTo((4 / 6) * (3 / 4), 12);
+    expect(byBucket.get(bucketOf(3000))).toBeCloseTo((4 / 6) * (1 / 4), 12);
+    expect([...est.resolvedMasses, ...est.unresolvedMasses].reduce((a, [, p]) => a + p, 0)).toBeCloseTo(1, 12);
   });
 
   it('recovers a known F_D from simulated left censoring', () => {

@@ -65,6 +65,22 @@ describe('model metric families', () => {
     );
     expect(byName.get('hybridpoll_current_policy_info')!.samples).toEqual([{ labels: { device: 'nvme0n1', policy: 'iouring_half_min' }, value: 1 }]);
     expect(byName.get('hybridpoll_wasted_cpu_seconds_total')!.type).toBe('counter');
+    // sleeping 5 µs on D ~ 10 µs: nothing censored, nothing unresolved (a 0 is exported, not absent)
+    expect(v('hybridpoll_model_unresolved_ratio', { device: 'nvme0n1' })).toBe(0);
+  });
+
+  it('exports the unresolved share of a device whose fast I/Os are always complete at wake-up', () => {
+    const r = prng(7);
+    // half the I/Os at ~5 µs under a 10 µs sleep: found after the wake-up, never timed exactly
+    const { hists, counters } = simulatePoller({ n: 4000, D: () => (r() < 0.5 ? 5000 : normal(r, 50_000, 500)), O: () => 1000, sleepNs: 10_000, cswNs: 1500 });
+    const one: Snapshot = { ...s, model: undefined, bpf: { ...s.bpf!, takenAtNs: 100e9, devices: [{ dev: '259:0', device: 'nvme0n1', hists }], deviceCounters: { '259:0': counters } } };
+    const model = new EfficiencyModel({ windowSeconds: 60, latencyBudget: 0.01 });
+    const zero = Object.fromEntries(Object.keys(hists).map((k) => [k, { buckets: [], count: 0, sumNs: 0, aux0: 0, aux1: 0 }]));
+    const zeroCounters = Object.fromEntries(Object.keys(counters).map((k) => [k, 0]));
+    model.update({ ...one, takenAtMs: 90_000, bpf: { ...one.bpf!, takenAtNs: 90e9, devices: [{ dev: '259:0', device: 'nvme0n1', hists: zero }], deviceCounters: { '259:0': zeroCounters } } });
+    const fam = modelFamilies({ ...one, takenAtMs: 100_000, model: model.update({ ...one, takenAtMs: 100_000 }) }).find((f) => f.name === 'hybridpoll_model_unresolved_ratio')!;
+    expect(fam.samples).toHaveLength(1);
+    expect(fam.samples[0]!.value).toBeCloseTo(counters.overslept! / counters.polled_ios!, 9);
   });
 
   it('renders nothing without a model result', () => {

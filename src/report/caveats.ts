@@ -1,0 +1,32 @@
+// What to keep in mind when reading a device's figures, in words, for the text and HTML reports
+// (the JSON carries the same as data in the target and as these lines). Pure.
+import { aboveClassicCause, belowBestCause, OVERSLEEP_MARGIN, type ModelTarget } from '../model/index.js';
+import { duration, percent } from './units.js';
+
+export interface Caveats {
+  /** the share of F_D the data cannot place; absent when 0 */
+  unresolved?: string;
+  /** modelled and measured oversleep disagree beyond the margin */
+  oversleep?: string;
+  /** η outside [0, 1]: the cause */
+  efficiency?: string;
+  /** negative wasted CPU: the cause */
+  wastedCpu?: string;
+}
+
+export function caveats(t: ModelTarget): Caveats {
+  const out: Caveats = {};
+  const u = t.deviceTime.unresolved;
+  if (u > 0) {
+    out.unresolved = `${percent(u)} of I/Os complete at wake-up below every exact sample: their device time is unknown below the found time ${duration(t.deviceTime.unresolvedAtNs ?? 0)}, where the model puts them (the most the data allow), so the modelled oversleep and added latency are lower bounds and the optimal sleep an upper bound`;
+  }
+  const o = t.oversleepCheck;
+  if (o && !o.consistent) {
+    const why = u > 0 ? 'the unresolved I/Os are modelled at their found time' : 'the device time is too narrow for the bucket grid near the wake-up';
+    out.oversleep = `modelled ${percent(o.modelled)} overslept against ${percent(o.measured)} measured, more than ${(OVERSLEEP_MARGIN * 100).toFixed(0)} points apart (${why}): the modelled added latency is not to be trusted`;
+  }
+  if (t.efficiency !== undefined && t.efficiency > 1) out.efficiency = `above 100%: ${belowBestCause(t) ?? 'the current state costs less CPU than the best static sleep'}`;
+  else if (t.efficiency !== undefined && t.efficiency < 0) out.efficiency = `below 0%: ${aboveClassicCause(t) ?? 'the current state costs more CPU than classic polling'}`;
+  if (t.wastedCpuCores !== undefined && t.wastedCpuCores < 0) out.wastedCpu = `negative: ${belowBestCause(t) ?? 'the measured CPU is below the best sleep\'s'}`;
+  return out;
+}
