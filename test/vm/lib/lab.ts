@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readFileSync, symlinkSync, unlinkSync, writeFile
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { accelFacts, chooseAccel, type Accel } from './accel.js';
-import { Guest, type GuestImages, type NvmeSpec } from './guest.js';
+import { Guest, type BootOptions, type GuestImages, type NvmeSpec } from './guest.js';
 import { recordRun } from './recordings.js';
 import { runSession, type Scenario, type Session, type Tracing } from './session.js';
 
@@ -91,17 +91,24 @@ export function labOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LabOpti
   return { secs, reps, abPairs, abSecs, ...(env.HPVM_SCENARIOS ? { only: env.HPVM_SCENARIOS.split(',') } : {}) };
 }
 
+/** What a lab may choose of a boot; the rest (images, accelerator, log, console file) the lab fills in. */
+export type BootTuning = Partial<Omit<BootOptions, 'images' | 'accel' | 'log' | 'failedConsoleFile'>>;
+
+/** The trixie guest's defaults: 2 vCPUs, 2 GiB, nvme.poll_queues=2, the NVMe controllers above. */
+export const TRIXIE_BOOT = { smp: 2, memMiB: 2048, pollQueues: 2, nvme: NVME, bootTimeoutMs: 300_000 } satisfies BootTuning;
+
 /**
  * Boots the guest; one retry when the boot itself fails. Emulated boots are not perfectly
  * deterministic (a TCG guest once panicked in its first 3 s in ktime_get_real_ts64), and a failed
- * boot says nothing about the product. Both consoles are kept in RESULTS.
+ * boot says nothing about the product. Both consoles are kept in RESULTS. `tuning` overrides the
+ * trixie defaults (the legacy lab: -smp 1, its own NVMe list and hpsim parameters).
  */
-export async function bootWithRetry(images: GuestImages, accel: Accel): Promise<Guest> {
+export async function bootWithRetry(images: GuestImages, accel: Accel, tuning: BootTuning = {}): Promise<Guest> {
   mkdirSync(RESULTS, { recursive: true });
   for (let attempt = 1; ; attempt++) {
     const failedConsoleFile = join(RESULTS, `console-boot-failure-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
     try {
-      return await Guest.boot({ images, accel, smp: 2, memMiB: 2048, pollQueues: 2, nvme: NVME, log, bootTimeoutMs: 300_000, failedConsoleFile });
+      return await Guest.boot({ ...TRIXIE_BOOT, ...tuning, images, accel, log, failedConsoleFile });
     } catch (e) {
       if (attempt >= 2) throw e;
       log(`*** boot failed, retrying once: ${(e as Error).message.split('\n')[0]}`);
