@@ -153,6 +153,6 @@ else
   log "project disk $PKEY cached"
 fi
 touch "$P"
-printf '{"suite":"%s","kernel":"%s","initrd":"%s","root":"%s","project":"%s","kernelRelease":"%s","loader":%s,"rootKey":"%s","projectKey":"%s"}\n' \
+printf '{"suite":"%s","kernel":"%s","initrd":"%s","root":"%s","project":"%s","kernelRelease":"%s","loader":%s,"hpsim":%s,"rootKey":"%s","projectKey":"%s"}\n' \
   "$SUITE" "$G/vmlinuz" "$G/initrd.img" "$G/root.img" "$P" "$(cat "$G/kernel-release")" \
-  "$([ -x "$LOADER" ] && echo true || echo false)" "$ROOTKEY" "$PKEY"
+  "$([ -x "$LOADER" ] && echo true || echo false)" "$([ -f "$STAGE/modules/hpsim.ko" ] && echo true || echo false)" "$ROOTKEY" "$PKEY"
