@@ -26,9 +26,8 @@ fi
 # Wait for its namespaces only when the boot has NVMe controllers (PCI class 0x0108xx). Under
 # virtual time (icount, sleep=off) an idle guest's sleep costs no wall time while QEMU's side
 # may still be busy, so the bound is generous in guest time: 600 x 0.1 s.
-modprobe nvme
 nctrl=$(cat /sys/bus/pci/devices/*/class 2>/dev/null | grep -c '^0x0108')
-if [ "$nctrl" -gt 0 ]; then
+if [ "$nctrl" -gt 0 ] && modprobe nvme; then
   for i in $(seq 600); do [ "$(ls /sys/block | grep -c '^nvme')" -ge "$nctrl" ] && break; sleep 0.1; done
 fi
 echo "HPVM: kernel $(uname -r), $(nproc) cpus, $nctrl NVMe controllers ($(ls /sys/block | grep -c '^nvme') namespaces), $(grep -o 'nvme.poll_queues=[0-9]*' /proc/cmdline)"
