@@ -373,6 +373,14 @@ const routes = {
     return hpsimState(dir);
   },
   'GET /hpsim/stats': async (_b, q) => hpsimState(hpsimDir(q.get('device'))),
+  // Idle guest time (the agent only waits): under icount the clock jumps over it at almost no host
+  // cost. The legacy session separates the model windows of successive runs of one exporter with it.
+  'POST /idle': async (b) => {
+    const ms = Number(int(b.ms, 1, 600_000, 'ms'));
+    const t0 = Date.now();
+    await new Promise((r) => setTimeout(r, ms));
+    return { ms: Date.now() - t0 };
+  },
   'POST /file': async (b) => {
     if (!/^\/tmp\/hp-[\w.-]+$/.test(b.path ?? '')) throw new Error('only /tmp/hp-* files can be read');
     return { content: readFileSync(b.path, 'utf8') };
