@@ -2,7 +2,7 @@
 // hpsim stats, the two fixed delays, and each legacy check passing just inside its bound and
 // failing just outside.
 import { describe, expect, it } from 'vitest';
-import { LEGACY_BOUNDS, legacyChecks, legacyFigures, legacyTable, seedsTable } from './lib/legacy-checks.js';
+import { allLegacyChecks, LEGACY_BOUNDS, legacyChecks, legacyFigures, legacyTable, seedsTable } from './lib/legacy-checks.js';
 import {
   DELAY_MODES, fromFio, hpsimOverRun, minMinusWakeDelayUs, parseHpsimStats, pollStatMeanOverRun, profileMeanNs, threeQuarterDelayUs, warmupIos,
   type DelayMode, type LegacyRun, type LegacySession, type PollStatWatch,
@@ -45,13 +45,13 @@ describe('fio, hpsim stats, profiles and the fixed delays', () => {
     expect(() => parseHpsimStats('issued=1')).toThrow(/no completed_irq/);
     expect(parseHpsimStats(null)).toBeUndefined();
   });
-  it('profile means size the warm-up: 0.3 s of guest time', () => {
+  it('profile means size the adaptive warm-up: 0.15 s of guest time', () => {
     expect(profileMeanNs('fixed:50000')).toBe(50000);
     expect(profileMeanNs('normal:25000:500')).toBe(25000);
     expect(profileMeanNs('uniform:22000:28000')).toBe(25000);
     expect(profileMeanNs('twopoint:20000:100000:500')).toBe(60000);
     expect(() => profileMeanNs('gamma:1:2')).toThrow(/unknown kind/);
-    expect(warmupIos({ warmupIos: 0 }, { id: 'x', profile: 'fixed:50000', title: '', scale: '' })).toBe(6000);
+    expect(warmupIos({ warmupIos: 0 }, { id: 'x', profile: 'fixed:50000', title: '', scale: '' })).toBe(3000);
     expect(warmupIos({ warmupIos: 123 }, { id: 'x', profile: 'fixed:50000', title: '', scale: '' })).toBe(123);
   });
   it('¾ mean in whole µs from the adaptive run; min − wake from its poll_stat min and measured wake overhead', () => {
@@ -95,6 +95,8 @@ interface Fig {
   devSpun?: number;
   /** rq_complete's run time over the run (bpf_stats), seconds */
   rqCompleteSeconds?: number;
+  /** polled I/Os in the model's window (default: the run's) */
+  windowIos?: number;
 }
 
 const DELAY_US: Record<DelayMode, number> = { classic: -1, adaptive: 0, three_quarter: 20, min_wake: 16 };
@@ -124,6 +126,8 @@ function run(delay: DelayMode, f: Fig): LegacyRun {
     `hybridpoll_hctx_poll_considered_total{${d},hctx="hctx1"} ${f.success}`,
     `hybridpoll_hctx_poll_invoked_total{${d},hctx="hctx1"} ${f.success}`,
     `hybridpoll_measured_cpu_seconds_per_io{${d}} ${f.measuredPerIo}`,
+    `hybridpoll_polled_iops{${d}} ${(f.windowIos ?? f.ios) / 0.5}`,
+    'hybridpoll_model_window_seconds 0.5',
     `hybridpoll_model_cpu_error_ratio{${d}} ${f.selfError ?? 0.02}`,
     `hybridpoll_policy_latency_seconds{${d},policy="classic"} ${f.meanD}`,
     `hybridpoll_io_latency_seconds_count{${d}} ${f.polled}`,
@@ -145,7 +149,6 @@ function run(delay: DelayMode, f: Fig): LegacyRun {
     hpsimAfter: `issued=${polled} completed_irq=0 completed_poll=${polled} service_ns_sum=${Math.round(polled * f.deviceMeanS * 1e9)} service_ns_min=24000 service_ns_max=26000`,
     pollStatWatch: { samples: [{ t: 0, text: stat(f.pollStatMeanS * 1e9) }, { t: 100, text: stat(f.pollStatMeanS * 1e9 * 3, f.ios) }], end: 6000 },
     exporterStartMs: 1, bpfReadySeconds: 1,
-    exporterStop: { exit: { code: 0, signal: null }, log: '', bpfPrograms: [] },
   };
 }
 
@@ -178,7 +181,7 @@ describe('legacy checks', () => {
     expect(cs.filter((c) => !c.pass).map((c) => `${c.id}: ${c.measured}`)).toEqual([]);
     expect(cs.filter((c) => c.skipped)).toEqual([]);
     expect(cs.map((c) => c.id)).toEqual(expect.arrayContaining(['L1 era', 'L1 bpf', 'L1 io_poll_delay', 'L1 poll_stat', 'L1 hctx io_poll', 'L2 count', 'L2 device count', 'L3 sleeps', 'L3 sleeps/IO',
-      'L3 switch-outs', 'L4 requested', 'L5 cpu', 'L6 self-check', 'L6 model classic', 'L6 model ½ mean', 'L6 model ¾ mean', 'L6 model fixed', 'L7 device time', 'Lcleanup']));
+      'L3 switch-outs', 'L4 requested', 'L5 cpu', 'L6 self-check', 'L6 model classic', 'L6 model ½ mean', 'L6 model ¾ mean', 'L6 model fixed', 'L7 device time']));
     expect(cs.filter((c) => c.id === 'L6 model fixed')).toHaveLength(2);
     expect(cs[0]!.scenario).toBe('legacy seed001 hpdrive');
   });
@@ -240,6 +243,20 @@ describe('legacy checks', () => {
     const m = good();
     m.min_wake.selfError = -0.11;
     expect(result(checks(m), 'L6 self-check').pass).toBe(false);
+  });
+  it("window: the model fed exactly the run's I/Os", () => {
+    const g = good();
+    g.min_wake.windowIos = 6000 + 200;
+    const c = result(checks(g), 'L6 window');
+    expect(c.pass).toBe(false);
+    expect(c.measured).toMatch(/min − wake: 6200 I\/Os in the window vs 6000 \(\+3\.3%\)/);
+  });
+  it("cleanup: the session's exporter leaves no hp_ programs", () => {
+    const runs = DELAY_MODES.map((d) => run(d, good()[d]));
+    const s = (code: number, left: number) => ({ runs, accel: 'tcg', icount: true, exporterStop: { exit: { code, signal: null }, log: '', bpfPrograms: Array.from({ length: left }, (_, i) => ({ id: i, name: 'hp_rq_issue' })) } }) as unknown as LegacySession;
+    expect(allLegacyChecks(s(0, 0)).find((c) => c.id === 'Lcleanup')!.pass).toBe(true);
+    expect(allLegacyChecks(s(0, 1)).find((c) => c.id === 'Lcleanup')!.measured).toBe('exit 0, 1 hp_ programs left');
+    expect(allLegacyChecks(s(1, 0)).find((c) => c.id === 'Lcleanup')!.pass).toBe(false);
   });
   it('device time: the model E[D] within 5 % of the device mean', () => {
     const g = good();

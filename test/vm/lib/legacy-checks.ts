@@ -55,6 +55,8 @@ export interface LegacyFigures {
   /** the device's own account of the run (hpsim stats) */
   device: ReturnType<typeof hpsimOverRun>;
   measuredCpuPerIo: number | undefined;
+  /** polled I/Os in the model's window: its polled IOPS × its span */
+  modelWindowIos: number | undefined;
   /** the model's self-check: modelled cpu(current) against the measured CPU per I/O, − 1 */
   modelSelfError: number | undefined;
   /** the model's rows fed this run: CPU per I/O, sleep, CPU share (s, s, ratio) */
@@ -114,6 +116,7 @@ export function legacyFigures(r: LegacyRun): LegacyFigures {
     },
     device: hpsimOverRun(parseHpsimStats(r.hpsimBefore), parseHpsimStats(r.hpsimAfter)),
     measuredCpuPerIo: value(a, 'hybridpoll_measured_cpu_seconds_per_io', dev),
+    modelWindowIos: (value(a, 'hybridpoll_polled_iops', dev) ?? NaN) * (value(a, 'hybridpoll_model_window_seconds') ?? NaN),
     modelSelfError: value(a, 'hybridpoll_model_cpu_error_ratio', dev),
     model: rows('hybridpoll_policy_cpu_seconds_per_io'),
     modelSleep: rows('hybridpoll_policy_sleep_seconds'),
@@ -308,6 +311,12 @@ export function legacyChecks(figs: LegacyFigures[], profile: string, w: Workload
 
   // The model: its self-check on every run; fed each hybrid run, its rows against the measured runs
   // of those settings. Gated on the premises only without virtual time.
+  // One exporter serves the session: its model must have been fed this run and nothing else.
+  const win = each(runs, (r) => {
+    const e = relErr(r.modelWindowIos, r.run.poller.ios);
+    return { ok: within(e, B.count), text: `${num(r.modelWindowIos)} I/Os in the window vs ${r.run.poller.ios} (${pct(e)})` };
+  });
+  out.push(check(group, '6 window', "the model's window holds this run alone (its polled IOPS × span vs the run's I/Os)", win.measured, bpct(B.count), win.pass));
   const self = each(runs, (r) => ({ ok: r.modelSelfError !== undefined && within(r.modelSelfError, B.model), text: r.modelSelfError === undefined ? 'absent' : pct(r.modelSelfError) }));
   out.push(check(group, '6 self-check', 'model self-check on the run it was fed (modelled CPU at the current sleep vs measured)', self.measured, bpct(B.model), self.pass));
   if (c && a) {
@@ -346,20 +355,19 @@ export function legacyChecks(figs: LegacyFigures[], profile: string, w: Workload
   });
   out.push(check(group, '7 device time', "model's E[D] vs the device's own mean service time (hpsim stats)", dt.measured, bpct(B.deviceTime), dt.pass));
 
-  const stops = runs.map((r) => {
-    const progs = r.run.exporterStop?.bpfPrograms;
-    const left = Array.isArray(progs) ? progs.filter((x: { name?: string }) => x.name?.startsWith('hp_')).length : NaN;
-    return { left, code: r.run.exporterStop?.exit?.code };
-  });
-  out.push(check(group, 'cleanup', 'exporter stop leaves no BPF programs loaded', stops.map((s) => `exit ${s.code}, ${s.left} hp_ programs left`).join('; ') || 'no runs',
-    '0 programs, exit 0', stops.length > 0 && stops.every((s) => s.left === 0 && s.code === 0)));
   return out;
 }
 
 export function allLegacyChecks(s: LegacySession): LegacyCheck[] {
   const figs = s.runs.map(legacyFigures);
   const groups = [...new Map(s.runs.map((r) => [`${r.profile}/${r.workload}`, r] as const)).values()];
-  return groups.flatMap((r) => legacyChecks(figs, r.profile, r.workload, { accel: s.accel, icount: s.icount }));
+  const progs = s.exporterStop?.bpfPrograms;
+  const left = Array.isArray(progs) ? progs.filter((x: { name?: string }) => x.name?.startsWith('hp_')).length : NaN;
+  const code = s.exporterStop?.exit?.code;
+  return [
+    ...groups.flatMap((r) => legacyChecks(figs, r.profile, r.workload, { accel: s.accel, icount: s.icount })),
+    { id: 'Lcleanup', scenario: 'legacy session', title: 'exporter stop leaves no BPF programs loaded', measured: `exit ${code}, ${left} hp_ programs left`, bound: '0 programs, exit 0', pass: left === 0 && code === 0 },
+  ];
 }
 
 /** Not a check: the BPF programs' CPU per polled I/O of every run (kernel.bpf_stats_enabled). */

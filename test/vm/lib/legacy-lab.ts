@@ -7,7 +7,7 @@ import { accelFacts, chooseAccel, type Accel } from './accel.js';
 import type { Guest, GuestImages } from './guest.js';
 import { usesIcount } from './guest.js';
 import { bootWithRetry, buildAll, RESULTS, ROOT, type BootTuning } from './lab.js';
-import { DELAY_MODES, PROFILES, runLegacySession, warmupIos, WORKLOADS, type DelayMode, type LegacyProfile, type LegacySession, type Workload } from './legacy.js';
+import { DELAY_MODES, MODEL_WINDOW_SECONDS, PROFILES, runLegacySession, warmupIos, WORKLOADS, type DelayMode, type LegacyProfile, type LegacySession, type Workload } from './legacy.js';
 import { recordRun } from './recordings.js';
 
 export const LEGACY_SUITE = 'bullseye';
@@ -18,11 +18,10 @@ const log = (msg: string) => process.stderr.write(`[vm ${LEGACY_SUITE} ${new Dat
 /**
  * The exporter as the operator would run it; 5.10 has no fentry target of the io_uring poll path.
  * One collection per scrape: the lab compares scrapes taken at the edges of each run. The model
- * window is long enough to hold the whole run: under icount the guest clock jumps over idle time,
- * so the host's pauses between scrapes can be many guest seconds.
+ * window holds one run (legacy.ts MODEL_WINDOW_SECONDS).
  */
 export function legacyExporterArgs(): string[] {
-  return ['--bpf.enable=on', '--bpf.timeout=10s', '--log.level=info', '--collector.interval=0', '--model.window=1h'];
+  return ['--bpf.enable=on', '--bpf.timeout=10s', '--log.level=info', '--collector.interval=0', `--model.window=${MODEL_WINDOW_SECONDS}s`];
 }
 
 export interface LegacyLabOptions {
@@ -46,7 +45,7 @@ function list<T extends string>(env: string | undefined, all: readonly T[], name
 /**
  * Env: HPVM_LEGACY_PROFILES (seed001,seed004), HPVM_LEGACY_WORKLOADS (hpdrive,fio),
  * HPVM_LEGACY_DELAYS (classic,adaptive,three_quarter,min_wake), HPVM_LEGACY_IOS (per measured run),
- * HPVM_LEGACY_WARMUP_IOS (0: 0.3 s of guest time at the profile's mean), HPVM_LEGACY_SMP.
+ * HPVM_LEGACY_WARMUP_IOS (adaptive runs; 0: 0.15 s of guest time at the profile's mean), HPVM_LEGACY_SMP.
  * HPVM_PROFILE=ci: seed001 only, 10,000 I/Os per run (explicit variables still win).
  */
 export function legacyOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LegacyLabOptions {

@@ -5,9 +5,10 @@
 // four settings of io_poll_delay: −1 classic, 0 adaptive (½ the poll_stat mean), ¾ of that mean
 // (seed 001's patch as a fixed delay) and poll_stat's min − the wake overhead (seed 004's rule).
 // Runs are driven by I/O count: under icount the guest clock is the instruction count, not seconds.
-// The test sets io_poll_delay through the guest agent; the exporter only reads it. Every run gets a
-// freshly started exporter (its model window then holds that run alone), scraped before and after
-// the workload, paused (SIGSTOP) during it as in the trixie session.
+// The test sets io_poll_delay through the guest agent; the exporter only reads it. One exporter
+// serves the session: idle guest time longer than its model window before each run makes that
+// window hold the run alone (MODEL_WINDOW_SECONDS); it is scraped before and after the workload and
+// paused (SIGSTOP) during it as in the trixie session.
 import type { Guest } from './guest.js';
 import { histDelta, parseExposition } from './prom.js';
 import type { DriverResult, ExporterStop, SessionBase } from './session.js';
@@ -134,10 +135,10 @@ export interface LegacyRun {
   hpsimAfter?: string | null;
   /** debugfs poll_stat of the device read by the guest agent every 50 ms during the measured run */
   pollStatWatch: PollStatWatch;
+  /** the session's exporter: listening after (guest ms), BPF up after (host s) */
   exporterStartMs: number;
   bpfReadySeconds: number;
-  exporterStop?: ExporterStop;
-  /** host wall time of the run, exporter start to stop (s) */
+  /** host wall time of the run, idle gap to after-scrape (s) */
   hostSeconds?: number;
 }
 
@@ -150,6 +151,8 @@ export interface LegacySession extends SessionBase {
   warmupIos: number;
   exporterArgs: string[];
   runs: LegacyRun[];
+  /** the one exporter of the session, stopped at its end */
+  exporterStop?: ExporterStop;
 }
 
 export interface LegacyOptions {
@@ -158,23 +161,20 @@ export interface LegacyOptions {
   delays: readonly DelayMode[];
   /** I/Os of each measured run */
   ios: number;
-  /** I/Os of each run's warm-up before the exporter starts (0: derived from the profile, see warmupIos) */
+  /** I/Os of each adaptive run's warm-up (0: derived from the profile, see warmupIos) */
   warmupIos: number;
   exporterArgs: string[];
   log: (msg: string) => void;
 }
 
 /**
- * The warm-up before each run's exporter starts: at least 0.3 s of guest time at the profile's mean.
- * Adaptive stats start at the first hybrid poll and poll_stat fills only when the first 100 ms
- * window closes; the warm-up covers that and one more window.
+ * The warm-up of an adaptive run: at least 0.15 s of guest time at the profile's mean. Adaptive
+ * stats start at the first hybrid poll and poll_stat fills only when the first 100 ms window
+ * closes (until then nothing sleeps); with a steady device one window is the steady state.
  */
 export function warmupIos(o: Pick<LegacyOptions, 'warmupIos'>, p: LegacyProfile): number {
-  return o.warmupIos > 0 ? o.warmupIos : Math.ceil(0.3e9 / profileMeanNs(p.profile));
+  return o.warmupIos > 0 ? o.warmupIos : Math.ceil(0.15e9 / profileMeanNs(p.profile));
 }
-
-/** I/Os after the exporter's BPF is up and before the first scrape: the device then appears in its maps. */
-const PRIME_IOS = 50;
 
 /** The distinct contents of poll_stat during a run, with the guest's clock (ms). */
 export interface PollStatWatch {
@@ -284,7 +284,6 @@ async function hpsimStats(g: Guest, device: string): Promise<string | null> {
 
 /** The measured part of one run: before-scrape, exporter paused, measured run, resumed, after-scrape. */
 async function measuredRun(g: Guest, w: Workload, device: string, ios: number) {
-  await runWorkload(g, w, device, PRIME_IOS);
   const before = await g.scrape();
   const hpsimBefore = await hpsimStats(g, device);
   await g.agent('POST', '/exporter/pause', {});
@@ -339,14 +338,31 @@ export function minMinusWakeDelayUs(adaptive: Pick<LegacyRun, 'pollStatWatch' | 
   return { us, derivation: `poll_stat min ${(min * 1e6).toFixed(2)} µs − wake overhead ${(wake * 1e6).toFixed(2)} µs` };
 }
 
+/**
+ * The model window of the session's exporter (guest seconds) and the idle guest time before each
+ * run, which is longer: the window at a run's after-scrape then reaches back to that run's
+ * before-scrape and no further, so one exporter serves every run and its model is fed that run
+ * alone (an exporter start costs seconds of guest CPU under emulation, a run a fraction of one).
+ */
+export const MODEL_WINDOW_SECONDS = 5;
+const IDLE_MS = MODEL_WINDOW_SECONDS * 1000 * 1.2;
+
+/** Warm-up I/Os of every non-adaptive run (a fresh process and ring; poll_stat persists per queue). */
+const WARMUP_IOS = 200;
+
 export async function runLegacySession(g: Guest, base: Omit<LegacySession, 'runs' | 'wallSeconds' | 'profiles' | 'ios' | 'warmupIos' | 'exporterArgs'>, o: LegacyOptions): Promise<LegacySession> {
   const t0 = Date.now();
   const session: LegacySession = { ...base, wallSeconds: 0, profiles: [...o.profiles], ios: o.ios, warmupIos: o.warmupIos, exporterArgs: o.exporterArgs, runs: [] };
   const sims = g.info.devices.filter((d) => d.name.startsWith('hpsim')).map((d) => d.name).sort();
+  let started = false;
   try {
     if (sims.length < o.profiles.length) throw new Error(`${o.profiles.length} profiles need as many hpsim devices, the guest has ${JSON.stringify(g.info.devices.map((d) => d.name))}`);
     // Every BPF program's run time over each run (the completion edge of L5, legacyBpfCost).
     await g.agent('POST', '/bpf/stats', { enable: true });
+    const st = await g.agent<{ startMs: number }>('POST', '/exporter/start', { args: o.exporterArgs, timeoutMs: 300_000 }, 400_000);
+    started = true;
+    const ready = await waitBpfUp(g, 400_000);
+    o.log(`exporter listening after ${(st.startMs / 1000).toFixed(1)} s (guest clock), BPF up ${ready.toFixed(1)} s later (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
     for (const [i, p] of o.profiles.entries()) {
       const device = sims[i]!;
       const set = await g.agent<{ profile: string | null }>('POST', '/hpsim/profile', { device, profile: p.profile, seed: i + 1 });
@@ -363,23 +379,15 @@ export async function runLegacySession(g: Guest, base: Omit<LegacySession, 'runs
           const r = await g.agent<{ value: string }>('POST', '/io_poll_delay', { device, value: ioPollDelay });
           if (Number(r.value) !== ioPollDelay) throw new Error(`io_poll_delay of ${device} reads ${r.value} after writing ${ioPollDelay}`);
           const t1 = Date.now();
-          // Warm-up before the exporter starts, so that its model window holds the measured run only.
-          await runWorkload(g, w, device, warmupIos(o, p));
-          const st = await g.agent<{ startMs: number }>('POST', '/exporter/start', { args: o.exporterArgs, timeoutMs: 180_000 }, 200_000);
-          let stop: ExporterStop | undefined;
-          try {
-            const ready = await waitBpfUp(g, 180_000);
-            const m = await measuredRun(g, w, device, o.ios);
-            stop = await g.agent<ExporterStop>('POST', '/exporter/stop', {}, 60_000);
-            const run: LegacyRun = { profile: p.id, workload: w, delay, ioPollDelay, ...(derivation ? { derivation } : {}), device, ...m, exporterStartMs: st.startMs, bpfReadySeconds: ready, exporterStop: stop, hostSeconds: (Date.now() - t1) / 1000 };
-            session.runs.push(run);
-            if (delay === 'adaptive') adaptive = run;
-            const q = m.poller;
-            o.log(`legacy ${p.id} ${w} io_poll_delay=${ioPollDelay} (${delay}${derivation ? `: ${derivation}` : ''}): ${q.ios} I/Os, ${Math.round(q.iops)} IOPS, CPU ${((q.cpuSeconds / q.wallSeconds) * 100).toFixed(1)}%, ` +
-              `${(q.voluntarySwitches / Math.max(1, q.ios)).toFixed(2)} csw/IO, mean ${q.latUs.mean.toFixed(2)} µs (${run.hostSeconds!.toFixed(0)} s; ${((Date.now() - t0) / 1000).toFixed(0)} s total)`);
-          } finally {
-            if (!stop) await g.agent('POST', '/exporter/stop', {}, 60_000).catch(() => undefined);
-          }
+          await g.agent('POST', '/idle', { ms: IDLE_MS }, 120_000);
+          await runWorkload(g, w, device, delay === 'adaptive' ? warmupIos(o, p) : WARMUP_IOS);
+          const m = await measuredRun(g, w, device, o.ios);
+          const run: LegacyRun = { profile: p.id, workload: w, delay, ioPollDelay, ...(derivation ? { derivation } : {}), device, ...m, exporterStartMs: st.startMs, bpfReadySeconds: ready, hostSeconds: (Date.now() - t1) / 1000 };
+          session.runs.push(run);
+          if (delay === 'adaptive') adaptive = run;
+          const q = m.poller;
+          o.log(`legacy ${p.id} ${w} io_poll_delay=${ioPollDelay} (${delay}${derivation ? `: ${derivation}` : ''}): ${q.ios} I/Os, ${Math.round(q.iops)} IOPS, CPU ${((q.cpuSeconds / q.wallSeconds) * 100).toFixed(1)}%, ` +
+            `${(q.voluntarySwitches / Math.max(1, q.ios)).toFixed(2)} csw/IO, mean ${q.latUs.mean.toFixed(2)} µs (${run.hostSeconds!.toFixed(0)} s; ${((Date.now() - t0) / 1000).toFixed(0)} s total)`);
         }
       }
       await g.agent('POST', '/io_poll_delay', { device, value: -1 }).catch(() => undefined);
@@ -388,6 +396,7 @@ export async function runLegacySession(g: Guest, base: Omit<LegacySession, 'runs
     session.error = (e as Error).message;
     o.log(`legacy session stopped: ${session.error}`);
   } finally {
+    if (started) session.exporterStop = await g.agent<ExporterStop>('POST', '/exporter/stop', {}, 60_000).catch((e: Error) => ({ exit: null, log: `stop failed: ${e.message}`, bpfPrograms: [] }));
     await g.agent('POST', '/bpf/stats', { enable: false }).catch(() => undefined);
   }
   session.wallSeconds = (Date.now() - t0) / 1000;
