@@ -12,7 +12,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { accelFacts, chooseAccel } from './lib/accel.js';
-import { allChecks, bpfCost, tracepointCpu } from './lib/checks.js';
+import { allChecks, bpfCost, convergence, tracepointCpu } from './lib/checks.js';
 import { compareSessions, spreadTable } from './lib/determinism.js';
 import { Guest } from './lib/guest.js';
 import { bootTuning, buildAll, labOptionsFromEnv, loadSession, RESULTS, runLab, recordAll } from './lib/lab.js';
@@ -44,6 +44,8 @@ async function main(): Promise<void> {
       }
       const session = loadSession(cmd === 'run' ? await runLab(labOptionsFromEnv()) : (arg ?? join(RESULTS, 'latest.json')));
       console.log(checksTable(allChecks(session)));
+      const conv = convergence(session);
+      if (conv.length) console.log(`\nio_uring hybrid at QD1: where the sleep converges (not a check):\n${conv.map((l) => `- ${l}`).join('\n')}`);
       const tp = tracepointCpu(session);
       if (tp.length) console.log(`\nTracepoint path, busy-window CPU vs the poller's (not a check):\n${tp.map((l) => `- ${l}`).join('\n')}`);
       const cost = bpfCost(session);

@@ -4,7 +4,7 @@
 // checks (traced vs untraced, model vs the classic run) pair runs of one boot and judge the median
 // over repetitions. In virtual time (icount) and on the simulated device, a run's figures depend
 // only on the instructions it executes, so the bounds are those of issue 13.
-import { runFigures, type RunFigures } from './figures.js';
+import { parseHpsimStats, runFigures, type RunFigures } from './figures.js';
 import type { PollMode, Scenario, Session, Tracing } from './session.js';
 
 export interface CheckResult {
@@ -293,7 +293,9 @@ export function check4(s: SessionRuns, sc: Scenario): CheckResult[] {
       const spin = same((r) => relErr(r.exporter?.spinAfterSleep?.sum, r.twin?.spinAfterSleep.sum), BOUNDS.pathTotals);
       out.push({ id: '4 totals', scenario: sc.id, title: 'hybrid: spin after sleeps (wake-up → completion), tracepoint vs fentry (same run)', measured: spin.measured, bound: `±${BOUNDS.pathTotals * 100}%`, pass: spin.pass });
     }
-    for (const tracing of ['fentry', 'tracepoint'] as const) {
+    // Only on the simulated, seed-scaled devices: QEMU's NVMe completes on the host's clock, so its
+    // untraced runs of one boot differ by more than the bound (20% seen) whatever is attached.
+    for (const tracing of sc.model ? (['fentry', 'tracepoint'] as const) : []) {
       const tu = s.abPairs(sc.id, tracing, mode);
       // In virtual time a run's wall time is its instructions: IOPS (on the guest clock) and CPU
       // per I/O of the same seeded workload differ only by what the attached programs execute.
@@ -391,6 +393,27 @@ export function allChecks(session: Session): CheckResult[] {
     ...session.scenarios.flatMap((sc, i) => [...(i === 0 ? check1(s, sc) : []), ...check2(s, sc), ...check3(s, sc), ...check4(s, sc), ...(sc.model ? check5(s, sc) : [])]),
     ...checkCleanup(s),
   ];
+}
+
+/**
+ * Not a check: where io_uring's hybrid sleep converges at QD1 (src/model/README.md, iouring_half_min),
+ * per device profile: the ring's final hybrid_poll_time/2 (the sleep every later I/O gets), the
+ * mean the kernel requested over the run, against the device's own mean and minimum service time,
+ * and, for the checked scenarios, the model's iouring_half_min sleep on the same run.
+ */
+export function convergence(session: Session): string[] {
+  const s = new SessionRuns(session);
+  const runs = s.figures.filter((f) => !f.run.ab && f.run.tracing === 'fentry' && f.run.mode === 'hybrid' && f.device && session.scenarios.find((x) => x.id === f.run.scenario)?.qd !== 4 && (f.run.scenario.startsWith('sweep') || session.scenarios.find((x) => x.id === f.run.scenario)?.qd === 1));
+  return runs.map((r) => {
+    const hpt = r.exporter?.ring?.hybridPollTimeSeconds;
+    const final = hpt === undefined ? NaN : hpt / 2;
+    const mean = r.device!.serviceMean;
+    const minD = parseHpsimStats(r.run.hpsim!.after).service_ns_min;
+    const model = r.run.scenario.startsWith('sweep') ? '' : `; model iouring_half_min ${us(r.exporter?.modelIouringSleep)}`;
+    return `${r.run.scenario}: final sleep ${us(final)} = ${((final / mean) * 100).toFixed(1)}% of the device mean ${us(mean)} (D/4 = ${us(mean / 4)}), ` +
+      `mean requested ${us(r.exporter?.sleepRequested?.mean)}, kernel hpt/2 over the run ${us(r.exporter?.currentSleep)}, ` +
+      `device min ${us(minD === undefined ? undefined : minD / 1e9)}, p50 issue→reaped ${r.driver.p50us.toFixed(2)} µs, sleeps/IO ${r.driver.sleepsPerIo.toFixed(3)}${model}`;
+  });
 }
 
 /** Not a check: the BPF programs' CPU per I/O (kernel.bpf_stats_enabled during the checked runs). */

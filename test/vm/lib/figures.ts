@@ -31,6 +31,8 @@ export interface ExporterFigures {
   modelClassicCpuPerIo: number | undefined;
   efficiency: number | undefined;
   wastedCores: number | undefined;
+  /** the sleep the model's iouring_half_min policy predicts for the kernel */
+  modelIouringSleep: number | undefined;
   /** the model's E[D]: twice its blkmq_half_mean sleep (that policy sleeps E[D]/2) */
   modelMeanDeviceTime: number | undefined;
   /** the model's self-check: modelled cpu(current) / measured CPU per I/O − 1 */
@@ -182,6 +184,7 @@ export function exporterFigures(r: RunRecord, majmin?: string): ExporterFigures 
     efficiency: value(a, 'hybridpoll_sleep_efficiency_ratio', dev),
     wastedCores: value(a, 'hybridpoll_wasted_cpu_cores', dev),
     modelSelfError: value(a, 'hybridpoll_model_cpu_error_ratio', dev),
+    modelIouringSleep: value(a, 'hybridpoll_policy_sleep_seconds', { ...dev, policy: 'iouring_half_min' }),
     modelMeanDeviceTime: ((h) => (h === undefined ? undefined : 2 * h))(value(a, 'hybridpoll_policy_sleep_seconds', { ...dev, policy: 'blkmq_half_mean' })),
     currentSleep: value(a, 'hybridpoll_current_sleep_seconds', dev),
     optimalSleep: value(a, 'hybridpoll_optimal_sleep_seconds', dev),

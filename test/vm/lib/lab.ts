@@ -106,6 +106,12 @@ export interface LabOptions {
   only?: string[];
 }
 
+/**
+ * Device profiles of the io_uring hybrid convergence sweep (full profile only): tight, spread,
+ * two-mode and long-tailed service times around the 50 µs scale.
+ */
+export const SWEEP = ['fixed:20000', 'fixed:100000', 'uniform:40000:60000', 'normal:50000:10000', 'twopoint:40000:60000:500', 'tail:50000:200000:20'];
+
 /** The CI profile's scenarios (HPVM_PROFILE=ci). */
 export const CI_SCENARIOS = ['qd1-fixed50', 'qd1-twopoint', 'qd4-fixed50', 'qd1-nvme'];
 
@@ -129,7 +135,7 @@ export function labOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LabOpti
 export type BootTuning = Partial<Omit<BootOptions, 'images' | 'accel' | 'log' | 'failedConsoleFile'>>;
 
 /** The trixie guest's defaults: 2 vCPUs, 2 GiB, nvme.poll_queues=2, the NVMe controller and hpsim devices above. */
-export const TRIXIE_BOOT = { smp: 2, memMiB: 2048, pollQueues: 2, nvme: NVME, hpsim: hpsimParams(), bootTimeoutMs: 300_000 } satisfies BootTuning;
+export const TRIXIE_BOOT = { smp: 2, memMiB: 2048, pollQueues: 2, nvme: NVME, hpsim: hpsimParams(), bootTimeoutMs: 600_000 } satisfies BootTuning;
 
 /** The boot of `lab.ts exec` per suite: bullseye's 5.10 hangs bringing up a second vCPU under icount. */
 export function bootTuning(suite: string): typeof TRIXIE_BOOT {
@@ -168,7 +174,7 @@ export async function runLab(o: LabOptions): Promise<string> {
     log(`profile ${o.profile}: ${sc.map((s) => s.id).join(', ')}; ${o.ios} I/Os per run, ${o.reps} rep(s), ${o.abPairs} A/B pair(s)`);
     session = await runSession(guest, {
       startedAt: new Date(t0).toISOString(), accel, accelWhy: why, images, info: guest.info, bootSeconds: guest.bootSeconds, profile: o.profile,
-    }, { scenarios: sc, reps: o.reps, abPairs: o.abPairs, exporterArgs: exporterArgs(), log });
+    }, { scenarios: sc, reps: o.reps, abPairs: o.abPairs, exporterArgs: exporterArgs(), ...(o.profile === 'full' && !o.only ? { sweep: SWEEP } : {}), log });
   } finally {
     const off = await guest.shutdown();
     log(`guest ${off.clean ? 'powered off' : 'killed (no clean power-off)'}`);

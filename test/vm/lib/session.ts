@@ -116,6 +116,11 @@ export interface SessionOptions {
   /** A/B pairs (detached, attached) per scenario, mode and path */
   abPairs: number;
   exporterArgs: Record<Exclude<Tracing, 'untraced'>, string[]>;
+  /**
+   * hpsim profiles for the io_uring hybrid convergence sweep (src/model/README.md, iouring_half_min):
+   * QD1 hybrid runs on the first QD1 simulated scenario's device, fentry exporter, after the checked runs
+   */
+  sweep?: string[];
   log: (msg: string) => void;
 }
 
@@ -287,7 +292,7 @@ export function runsPerRep(scenarios: number, abPairs: number): number {
 export async function runSession(g: Guest, base: Omit<Session, 'runs' | 'wallSeconds' | 'scenarios' | 'exporterArgs'>, o: SessionOptions): Promise<Session> {
   const t0 = Date.now();
   const session: Session = { ...base, wallSeconds: 0, scenarios: o.scenarios, exporterArgs: o.exporterArgs, runs: [] };
-  const total = o.reps * runsPerRep(o.scenarios.length, o.abPairs);
+  const total = o.reps * (runsPerRep(o.scenarios.length, o.abPairs) + (o.sweep?.length ?? 0));
   const done = (r: RunRecord, t1: number) => {
     session.runs.push(r);
     const d = r.driver;
@@ -321,6 +326,17 @@ export async function runSession(g: Guest, base: Omit<Session, 'runs' | 'wallSec
             for (const mode of POLLED) {
               const t1 = Date.now();
               const rec: RunRecord = { scenario: s.id, tracing, mode, rep, device, ...startInfo, ...(await scrapedRun(g, s, device, mode, withTwin)) };
+              recs.push(rec);
+              done(rec, t1);
+            }
+          }
+          const base = o.scenarios.find((s) => s.profile && s.qd === 1);
+          if (tracing === 'fentry' && base && o.sweep?.length) {
+            const device = deviceOf(g.info, base.serial);
+            for (const profile of o.sweep) {
+              const s: Scenario = { ...base, id: `sweep ${profile}`, title: `QD1 hybrid convergence, ${profile}`, profile, ios: Math.min(base.ios, 5000) };
+              const t1 = Date.now();
+              const rec: RunRecord = { scenario: s.id, tracing, mode: 'hybrid', rep, device, ...startInfo, ...(await scrapedRun(g, s, device, 'hybrid', false)) };
               recs.push(rec);
               done(rec, t1);
             }
