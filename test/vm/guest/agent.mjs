@@ -418,6 +418,10 @@ const server = createServer(async (req, res) => {
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify(out));
 });
+// Idle keep-alive sockets stay open until the host closes them: Node's default 5 s keep-alive
+// timeout runs on the guest clock, which under icount jumps over idle time, so the guest closed
+// sockets the host's fetch was about to reuse ("other side closed" on an idempotent GET).
+server.keepAliveTimeout = 0;
 server.listen(PORT, '0.0.0.0', () => log(`listening on :${PORT}`));
 // The agent must outlive any single failed request: log (to the serial console) and carry on.
 process.on('uncaughtException', (e) => log(`uncaught: ${e.stack ?? e}`));
