@@ -220,7 +220,7 @@ export class Guest {
     const dir = mkdtempSync(join(tmpdir(), 'hpvm-'));
     const consoleLog = join(dir, 'console.log');
     try {
-      const args = qemuArgs({ ...o, extraCmdline: `hpvm.run=${b64}` }, { agent: await freePort(), exporter: await freePort() }, consoleLog);
+      const args = qemuArgs({ ...o, extraCmdline: `${o.extraCmdline ? `${o.extraCmdline} ` : ''}hpvm.run=${b64}` }, { agent: await freePort(), exporter: await freePort() }, consoleLog);
       const qemu = spawn('qemu-system-x86_64', args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, TMPDIR: dir } });
       const timer = setTimeout(() => qemu.kill('SIGKILL'), o.bootTimeoutMs);
       await new Promise((ok) => qemu.once('exit', ok));
