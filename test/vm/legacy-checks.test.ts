@@ -2,7 +2,7 @@
 // hpsim stats, the two fixed delays, and each legacy check passing just inside its bound and
 // failing just outside.
 import { describe, expect, it } from 'vitest';
-import { allLegacyChecks, LEGACY_BOUNDS, legacyChecks, legacyFigures, legacyTable, seedsTable } from './lib/legacy-checks.js';
+import { allLegacyChecks, LEGACY_BOUNDS, legacyChecks, legacyFigures, legacyTable, runsTable, seedsTable } from './lib/legacy-checks.js';
 import {
   DELAY_MODES, fromFio, hpsimOverRun, minMinusWakeDelayUs, parseHpsimStats, pollStatMeanOverRun, profileMeanNs, threeQuarterDelayUs, warmupIos,
   type DelayMode, type LegacyRun, type LegacySession, type PollStatWatch,
@@ -63,9 +63,9 @@ describe('fio, hpsim stats, profiles and the fixed delays', () => {
     expect(() => minMinusWakeDelayUs({ pollStatWatch: watch, before: '', after: '', device: 'hpsim1' })).toThrow(/no measured wake overhead/);
     expect(() => threeQuarterDelayUs({ pollStatWatch: { samples: [], end: 0 } })).toThrow(/no read 4k poll_stat mean/);
   });
-  it('options: the CI profile is a subset (seed001, 10,000 I/Os) with the same checks; bad names refused', () => {
+  it('options: the CI profile is a subset (seed001, 5,000 I/Os) with the same checks; bad names refused', () => {
     const ci = legacyOptionsFromEnv({ HPVM_PROFILE: 'ci' });
-    expect(ci).toMatchObject({ ci: true, ios: 10_000, smp: 1, workloads: ['hpdrive', 'fio'], delays: DELAY_MODES });
+    expect(ci).toMatchObject({ ci: true, ios: 5_000, untraced: true, smp: 1, workloads: ['hpdrive', 'fio'], delays: DELAY_MODES });
     expect(ci.profiles.map((p) => p.id)).toEqual(['seed001']);
     expect(legacyOptionsFromEnv({}).profiles.map((p) => p.id)).toEqual(['seed001', 'seed004']);
     expect(() => legacyOptionsFromEnv({ HPVM_LEGACY_DELAYS: 'classic,half' })).toThrow(/unknown half/);
@@ -244,6 +244,23 @@ describe('legacy checks', () => {
     m.min_wake.selfError = -0.11;
     expect(result(checks(m), 'L6 self-check').pass).toBe(false);
   });
+  it('unchanged: the adaptive run traced against BPF detached, CPU, IOPS and switches within 5 %', () => {
+    const mk = (cpuScale: number, iopsScale = 1) => {
+      const runs = DELAY_MODES.map((d) => run(d, good()[d]));
+      const u = run('adaptive', good().adaptive);
+      u.traced = false;
+      u.poller = { ...u.poller, cpuSeconds: u.poller.cpuSeconds * cpuScale, iops: u.poller.iops * iopsScale };
+      return legacyChecks([...runs, u].map(legacyFigures), 'seed001', 'hpdrive', { accel: 'tcg', icount: true });
+    };
+    expect(result(mk(1 / 1.04), 'L8 unchanged').pass).toBe(true);
+    const c = result(mk(1 / 1.06), 'L8 unchanged');
+    expect(c.pass).toBe(false);
+    expect(c.measured).toMatch(/^CPU 25\.50 µs vs 24\.06 µs\/IO \(\+6\.0%\)/);
+    expect(result(mk(1, 1.06), 'L8 unchanged').pass).toBe(false);
+    // the untraced run is in no other check
+    expect(result(mk(1), 'L2 count').measured.split(';')).toHaveLength(4);
+    expect(checks(good()).find((x) => x.id === 'L8 unchanged')).toBeUndefined();
+  });
   it("window: the model fed exactly the run's I/Os", () => {
     const g = good();
     g.min_wake.windowIos = 6000 + 200;
@@ -288,8 +305,9 @@ describe('legacy checks', () => {
   it('the tables have a row per run with the setting', () => {
     const runs = DELAY_MODES.map((d) => run(d, good()[d]));
     const s = { runs } as unknown as LegacySession;
-    const t = legacyTable(s).split('\n');
+    const t = runsTable(s).split('\n');
     expect(t).toHaveLength(6);
+    expect(legacyTable(s)).toBe(`${runsTable(s)}\n\n${seedsTable(s)}`);
     expect(t[2]).toMatch(/^\| seed001 \| hpdrive \| −1 \(classic\) \| /);
     expect(t[4]).toMatch(/20 µs \(¾ mean\)/);
     const st = seedsTable(s).split('\n');

@@ -10,7 +10,8 @@ import { hpsimOverRun, parseHpsimStats, pollStatMeanOverRun, wakeOverheadSeconds
  * The bounds of issue 13 (virtual time, simulated device): counts exact to ±0.5 %; sleeps per I/O,
  * switch-outs and the requested sleep as in issue 8; CPU accounting ±5 % at QD1; the model ±10 %.
  * deviceTime: the model's E[D] against the device's own mean service time; E[D] is the classic
- * row's CPU per I/O, so it must sit well inside the model's ±10 %.
+ * row's CPU per I/O, so it must sit well inside the model's ±10 %. unchanged: tracing does not
+ * change the workload (issue 13: within 5 % of an untraced run).
  */
 export const LEGACY_BOUNDS = {
   count: 0.005,
@@ -20,6 +21,7 @@ export const LEGACY_BOUNDS = {
   cpu: 0.05,
   model: 0.1,
   deviceTime: 0.05,
+  unchanged: 0.05,
 } as const;
 
 /** The model's what-if rows the checks and the seeds table read. */
@@ -214,7 +216,9 @@ function each(runs: LegacyFigures[], f: (r: LegacyFigures) => { ok: boolean; tex
 export function legacyChecks(figs: LegacyFigures[], profile: string, w: Workload, opts: { accel?: string; icount?: boolean } = {}): LegacyCheck[] {
   const accel = opts.accel ?? 'tcg';
   const group = `legacy ${profile} ${w}`;
-  const runs = figs.filter((f) => f.run.workload === w && f.run.profile === profile);
+  const all = figs.filter((f) => f.run.workload === w && f.run.profile === profile);
+  const runs = all.filter((f) => f.run.traced !== false);
+  const untraced = all.find((f) => f.run.traced === false && f.run.delay === 'adaptive');
   const by = (d: DelayMode) => runs.find((f) => f.run.delay === d);
   const slept = runs.filter((f) => f.run.delay !== 'classic');
   const fixed = runs.filter((f) => f.run.ioPollDelay > 0);
@@ -347,6 +351,21 @@ export function legacyChecks(figs: LegacyFigures[], profile: string, w: Workload
     for (const f of fixed) cross('6 model fixed', `model fed the ${SETTING_LABEL[f.run.delay]} run: blkmq_fixed (io_poll_delay ${f.run.ioPollDelay} µs) CPU per I/O vs that run`, 'blkmq_fixed', f, [f]);
   }
 
+  // Tracing does not change the workload: the adaptive run again with the BPF programs detached.
+  // In virtual time the difference is the programs' own instructions, the figure a user cares about.
+  if (a && untraced) {
+    const per = (f: LegacyFigures) => ({ cpu: f.cpuPerIo, iops: f.run.poller.iops, sleeps: f.run.poller.voluntarySwitches / f.run.poller.ios });
+    const t = per(a);
+    const u = per(untraced);
+    const e = { cpu: relErr(t.cpu, u.cpu), iops: relErr(t.iops, u.iops), sleeps: relErr(t.sleeps, u.sleeps) };
+    const psT = a.pollStatOverRun.meanSeconds;
+    const psU = untraced.pollStatOverRun.meanSeconds;
+    out.push(check(group, '8 unchanged', 'tracing does not change the workload: adaptive run traced vs BPF detached (poller CPU per I/O, IOPS, switches per I/O)',
+      `CPU ${us(t.cpu)} vs ${us(u.cpu)}/IO (${pct(e.cpu)}), IOPS ${Math.round(t.iops)} vs ${Math.round(u.iops)} (${pct(e.iops)}), switches/IO ${t.sleeps.toFixed(3)} vs ${u.sleeps.toFixed(3)} (${pct(e.sleeps)}) ` +
+      `[poll_stat mean over the run ${us(psT)} vs ${us(psU)} (${pct(relErr(psT, psU))}); requested sleep ${us(a.sleepRequested?.mean)}; device mean ${us(a.device?.meanSeconds)} vs ${us(untraced.device?.meanSeconds)}]`,
+      bpct(B.unchanged), within(e.cpu, B.unchanged) && within(e.iops, B.unchanged) && within(e.sleeps, B.unchanged)));
+  }
+
   // The device's truth against the model's input: E[D] (the classic row's latency) vs the mean
   // service time hpsim drew for the run's requests.
   const dt = each(runs, (r) => {
@@ -382,10 +401,15 @@ export function legacyBpfCost(s: LegacySession): string[] {
 }
 
 const cell = (x: string) => x.replace(/\|/g, '\\|');
-const setting = (r: LegacyRun) => (r.delay === 'classic' ? '−1 (classic)' : r.delay === 'adaptive' ? '0 (½ mean)' : `${r.ioPollDelay} µs (${SETTING_LABEL[r.delay]})`);
+const setting = (r: LegacyRun) => (r.delay === 'classic' ? '−1 (classic)' : r.delay === 'adaptive' ? '0 (½ mean)' : `${r.ioPollDelay} µs (${SETTING_LABEL[r.delay]})`) + (r.traced === false ? ', BPF detached' : '');
 
-/** The measured table: one row per profile, workload and io_poll_delay. */
+/** The measured tables (lab.ts table): one row per run, then the seeds' shape (seedsTable). */
 export function legacyTable(s: LegacySession): string {
+  return `${runsTable(s)}\n\n${seedsTable(s)}`;
+}
+
+/** One row per profile, workload and io_poll_delay. */
+export function runsTable(s: LegacySession): string {
   const rows = s.runs.map(legacyFigures).map((f) => {
     const r = f.run;
     const eff = f.efficiency === undefined ? (f.optimalSleep === 0 ? 'n/a (best is 0)' : 'absent') : f.efficiency.toFixed(2);
@@ -404,7 +428,7 @@ const MODEL_ROW_OF: Record<DelayMode, ModelRow> = { classic: 'classic', adaptive
  * modelled CPU share and CPU per I/O) and the share relative to classic.
  */
 export function seedsTable(s: LegacySession): string {
-  const figs = s.runs.map(legacyFigures);
+  const figs = s.runs.filter((r) => r.traced !== false).map(legacyFigures);
   const rows: string[] = [];
   for (const f of figs) {
     const r = f.run;

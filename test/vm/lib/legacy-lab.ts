@@ -28,6 +28,8 @@ export interface LegacyLabOptions {
   profiles: readonly LegacyProfile[];
   workloads: readonly Workload[];
   delays: readonly DelayMode[];
+  /** an untraced adaptive run per profile and workload (HPVM_LEGACY_UNTRACED=0 leaves it out) */
+  untraced: boolean;
   ios: number;
   warmupIos: number;
   /** vCPUs: the bullseye kernel hangs bringing up a second vCPU under icount (../shared/docs/testbed.md) */
@@ -46,12 +48,13 @@ function list<T extends string>(env: string | undefined, all: readonly T[], name
  * Env: HPVM_LEGACY_PROFILES (seed001,seed004), HPVM_LEGACY_WORKLOADS (hpdrive,fio),
  * HPVM_LEGACY_DELAYS (classic,adaptive,three_quarter,min_wake), HPVM_LEGACY_IOS (per measured run),
  * HPVM_LEGACY_WARMUP_IOS (adaptive runs; 0: 0.15 s of guest time at the profile's mean), HPVM_LEGACY_SMP.
- * HPVM_PROFILE=ci: seed001 only, 10,000 I/Os per run (explicit variables still win).
+ * HPVM_LEGACY_UNTRACED=0 (no untraced adaptive run). HPVM_PROFILE=ci: seed001 only, 5,000 I/Os per
+ * run (explicit variables still win).
  */
 export function legacyOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LegacyLabOptions {
   const ci = env.HPVM_PROFILE === 'ci';
   const ids = list(env.HPVM_LEGACY_PROFILES ?? (ci ? 'seed001' : undefined), PROFILES.map((p) => p.id), 'HPVM_LEGACY_PROFILES');
-  const ios = Number(env.HPVM_LEGACY_IOS ?? (ci ? 10_000 : 20_000));
+  const ios = Number(env.HPVM_LEGACY_IOS ?? (ci ? 5_000 : 20_000));
   const warm = Number(env.HPVM_LEGACY_WARMUP_IOS ?? 0);
   const smp = Number(env.HPVM_LEGACY_SMP ?? 1);
   if (!Number.isInteger(ios) || ios < 100) throw new Error('HPVM_LEGACY_IOS must be an integer ≥ 100');
@@ -61,6 +64,7 @@ export function legacyOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): Lega
     profiles: PROFILES.filter((p) => ids.includes(p.id)),
     workloads: list(env.HPVM_LEGACY_WORKLOADS, WORKLOADS, 'HPVM_LEGACY_WORKLOADS'),
     delays: list(env.HPVM_LEGACY_DELAYS, DELAY_MODES, 'HPVM_LEGACY_DELAYS'),
+    untraced: env.HPVM_LEGACY_UNTRACED !== '0',
     ios, warmupIos: warm, smp, ci,
   };
 }
@@ -88,7 +92,7 @@ export async function runLegacyLab(o: LegacyLabOptions): Promise<string> {
   try {
     session = await runLegacySession(guest, {
       suite: LEGACY_SUITE, startedAt: new Date(t0).toISOString(), accel, accelWhy: why, icount, images, info: guest.info, bootSeconds: guest.bootSeconds,
-    }, { profiles: o.profiles, workloads: o.workloads, delays: o.delays, ios: o.ios, warmupIos: o.warmupIos, exporterArgs: legacyExporterArgs(), log });
+    }, { profiles: o.profiles, workloads: o.workloads, delays: o.delays, untraced: o.untraced, ios: o.ios, warmupIos: o.warmupIos, exporterArgs: legacyExporterArgs(), log });
   } finally {
     const off = await guest.shutdown();
     log(`guest ${off.clean ? 'powered off' : 'killed (no clean power-off)'}`);

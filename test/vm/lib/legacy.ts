@@ -120,6 +120,8 @@ export interface LegacyRun {
   profile: string;
   workload: Workload;
   delay: DelayMode;
+  /** false: the exporter's BPF programs were detached (the baseline of "tracing does not change the workload") */
+  traced?: boolean;
   /** the io_poll_delay the test set for this run (µs; −1 classic, 0 adaptive) */
   ioPollDelay: number;
   /** how a fixed delay was derived from the adaptive run */
@@ -159,6 +161,8 @@ export interface LegacyOptions {
   profiles: readonly LegacyProfile[];
   workloads: readonly Workload[];
   delays: readonly DelayMode[];
+  /** an adaptive run with the BPF programs detached after the traced ones */
+  untraced: boolean;
   /** I/Os of each measured run */
   ios: number;
   /** I/Os of each adaptive run's warm-up (0: derived from the profile, see warmupIos) */
@@ -283,7 +287,8 @@ async function hpsimStats(g: Guest, device: string): Promise<string | null> {
 }
 
 /** The measured part of one run: before-scrape, exporter paused, measured run, resumed, after-scrape. */
-async function measuredRun(g: Guest, w: Workload, device: string, ios: number) {
+async function measuredRun(g: Guest, w: Workload, device: string, ios: number, traced: boolean) {
+  if (!traced) await g.agent('POST', '/bpf/attach', { attached: false }, 60_000);
   const before = await g.scrape();
   const hpsimBefore = await hpsimStats(g, device);
   await g.agent('POST', '/exporter/pause', {});
@@ -308,6 +313,7 @@ async function measuredRun(g: Guest, w: Workload, device: string, ios: number) {
     await g.agent('POST', '/exporter/resume', {});
   }
   const after = await g.scrape();
+  if (!traced) await g.agent('POST', '/bpf/attach', { attached: true }, 60_000);
   return { poller, raw, before, after, pollStatWatch, hpsimBefore, hpsimAfter };
 }
 
@@ -369,7 +375,9 @@ export async function runLegacySession(g: Guest, base: Omit<LegacySession, 'runs
       if (set.profile !== p.profile) throw new Error(`${device} profile reads ${set.profile} after writing ${p.profile}`);
       for (const w of o.workloads) {
         let adaptive: LegacyRun | undefined;
-        for (const delay of o.delays) {
+        // the traced settings, then the adaptive one again with the BPF programs detached
+        const plan = [...o.delays.map((delay) => ({ delay, traced: true })), ...(o.untraced && o.delays.includes('adaptive') ? [{ delay: 'adaptive' as const, traced: false }] : [])];
+        for (const { delay, traced } of plan) {
           let ioPollDelay = delay === 'classic' ? -1 : 0;
           let derivation: string | undefined;
           if (delay === 'three_quarter' || delay === 'min_wake') {
@@ -381,12 +389,12 @@ export async function runLegacySession(g: Guest, base: Omit<LegacySession, 'runs
           const t1 = Date.now();
           await g.agent('POST', '/idle', { ms: IDLE_MS }, 120_000);
           await runWorkload(g, w, device, delay === 'adaptive' ? warmupIos(o, p) : WARMUP_IOS);
-          const m = await measuredRun(g, w, device, o.ios);
-          const run: LegacyRun = { profile: p.id, workload: w, delay, ioPollDelay, ...(derivation ? { derivation } : {}), device, ...m, exporterStartMs: st.startMs, bpfReadySeconds: ready, hostSeconds: (Date.now() - t1) / 1000 };
+          const m = await measuredRun(g, w, device, o.ios, traced);
+          const run: LegacyRun = { profile: p.id, workload: w, delay, ...(traced ? {} : { traced }), ioPollDelay, ...(derivation ? { derivation } : {}), device, ...m, exporterStartMs: st.startMs, bpfReadySeconds: ready, hostSeconds: (Date.now() - t1) / 1000 };
           session.runs.push(run);
-          if (delay === 'adaptive') adaptive = run;
+          if (delay === 'adaptive' && traced) adaptive = run;
           const q = m.poller;
-          o.log(`legacy ${p.id} ${w} io_poll_delay=${ioPollDelay} (${delay}${derivation ? `: ${derivation}` : ''}): ${q.ios} I/Os, ${Math.round(q.iops)} IOPS, CPU ${((q.cpuSeconds / q.wallSeconds) * 100).toFixed(1)}%, ` +
+          o.log(`legacy ${p.id} ${w}${traced ? '' : ' UNTRACED'} io_poll_delay=${ioPollDelay} (${delay}${derivation ? `: ${derivation}` : ''}): ${q.ios} I/Os, ${Math.round(q.iops)} IOPS, CPU ${((q.cpuSeconds / q.wallSeconds) * 100).toFixed(1)}%, ` +
             `${(q.voluntarySwitches / Math.max(1, q.ios)).toFixed(2)} csw/IO, mean ${q.latUs.mean.toFixed(2)} µs (${run.hostSeconds!.toFixed(0)} s; ${((Date.now() - t0) / 1000).toFixed(0)} s total)`);
         }
       }
