@@ -47,8 +47,8 @@ describe('fio, hpsim stats, profiles and the fixed delays', () => {
   });
   it('profile means size the adaptive warm-up: 0.15 s of guest time', () => {
     expect(profileMeanNs('fixed:50000')).toBe(50000);
-    expect(profileMeanNs('normal:25000:500')).toBe(25000);
-    expect(profileMeanNs('uniform:22000:28000')).toBe(25000);
+    expect(profileMeanNs('normal:50000:1000')).toBe(50000);
+    expect(profileMeanNs('uniform:27000:33000')).toBe(30000);
     expect(profileMeanNs('twopoint:20000:100000:500')).toBe(60000);
     expect(() => profileMeanNs('gamma:1:2')).toThrow(/unknown kind/);
     expect(warmupIos({ warmupIos: 0 }, { id: 'x', profile: 'fixed:50000', title: '', scale: '' })).toBe(3000);

@@ -36,14 +36,17 @@ export interface LegacyProfile {
 
 /**
  * One instruction = 1 ns makes the guest's CPU work 3–5× dearer than on the seeds' machines
- * (../shared/docs/testbed.md "Scale"), and a sleep/wake pair costs accordingly more: the service
- * times are scaled up so that service time / wake-up cost is in the seeds' range (about 4 in both:
- * seed 004 8.4 µs against ≈ 2 µs of wake; seed 001's ¾-mean step cost the 970 Pro 5 % of its
- * IOPS, i.e. ¾·D + wake ≈ 1.05·D).
+ * (../shared/docs/testbed.md "Scale"): a sleep/wake pair and the path around the sleep cost
+ * accordingly more, so the service times are scaled up by about that factor to keep service time
+ * over wake-up cost in the seeds' range. Seed 001: 970 Pro / Optane 900P at 16–21 µs per job (8 and
+ * 12 jobs at 491k / 582k IOPS), ×2.5–3 → a tight 50 µs (the testbed's fixed 50 µs already gave its
+ * 100 / 56 / 36 % shape). Seed 004: Optane at 8.4 µs with ≈ 2 µs of wake-up (its adjust column),
+ * ratio ≈ 4; the guest's wake overhead plus the path before the sleep is ≈ 7 µs, ×3.6 → 30 µs,
+ * uniform so that the minimum is a hard 27 µs.
  */
 export const PROFILES: readonly LegacyProfile[] = [
-  { id: 'seed001', profile: 'normal:25000:500', title: 'tight 25 µs (seed 001: 970 Pro / Optane 900P, ½ vs ¾ mean)', scale: 'per-job latency 16–21 µs on the seed hardware; ×1.2–1.5 in service time, wake-up cost ×3' },
-  { id: 'seed004', profile: 'uniform:22000:28000', title: 'Optane-like 22–28 µs, hard minimum (seed 004: min − wake)', scale: 'Optane 8.4 µs on the seed hardware; ×3 in service time, as the wake-up cost' },
+  { id: 'seed001', profile: 'normal:50000:1000', title: 'tight 50 µs (seed 001: 970 Pro / Optane 900P, ½ vs ¾ mean)', scale: 'per-job latency 16–21 µs on the seed hardware, ×2.5–3' },
+  { id: 'seed004', profile: 'uniform:27000:33000', title: 'Optane-like 27–33 µs, hard minimum (seed 004: min − wake)', scale: 'Optane 8.4 µs on the seed hardware, ×3.6 (service time / (wake + pre-sleep path) ≈ 4 as there)' },
 ];
 
 /** Mean of an hpsim profile (ns), for sizing warm-ups. */
