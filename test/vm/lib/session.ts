@@ -105,6 +105,8 @@ export interface SessionBase {
 export interface Session extends SessionBase {
   /** the lab profile that ran (HPVM_PROFILE) */
   profile?: string;
+  /** the BPF paths that ran (default both) */
+  paths?: Exclude<Tracing, 'untraced'>[];
   exporterArgs: Record<Exclude<Tracing, 'untraced'>, string[]>;
   scenarios: Scenario[];
   runs: RunRecord[];
@@ -112,6 +114,8 @@ export interface Session extends SessionBase {
 
 export interface SessionOptions {
   scenarios: Scenario[];
+  /** BPF paths to run, in order (the CI profile: fentry only) */
+  paths: readonly Exclude<Tracing, 'untraced'>[];
   reps: number;
   /** A/B pairs (detached, attached) per scenario, mode and path */
   abPairs: number;
@@ -158,10 +162,10 @@ async function deviceStats(g: Guest, s: Scenario, device: string): Promise<strin
 }
 
 /**
- * Runs hpdrive after a short warm-up of the same mode: the device then already has its BPF series
- * in the before-scrape (a series appears with its first event, and the model diffs two snapshots
- * in which the device exists). Untraced runs get the same warm-up, so every run is alike. The
- * simulated device is reset (profile, seed) before the warm-up and again before the measured run.
+ * Runs hpdrive; a scraped run (beforeRun given) after a short warm-up of the same mode: the device
+ * then already has its BPF series in the before-scrape (a series appears with its first event, and
+ * the model diffs two snapshots in which the device exists). The simulated device is reset
+ * (profile, seed) before the warm-up and again before the measured run.
  */
 async function runDriver(g: Guest, s: Scenario, device: string, mode: PollMode, o: DriveOptions = {}): Promise<Pick<RunRecord, 'driver' | 'hpsim'>> {
   const call = async (body: Record<string, unknown>, what: string, ios: number) => {
@@ -173,9 +177,13 @@ async function runDriver(g: Guest, s: Scenario, device: string, mode: PollMode, 
     }
     return r.result;
   };
-  await resetDevice(g, s, device);
-  await call({ ios: WARMUP_IOS }, 'warm-up', WARMUP_IOS);
-  await o.beforeRun?.();
+  // Only a scraped run needs the warm-up (its before-scrape must hold the device's series); the
+  // A/B and irq runs compare like with like without it, and each agent call costs guest CPU.
+  if (o.beforeRun) {
+    await resetDevice(g, s, device);
+    await call({ ios: WARMUP_IOS }, 'warm-up', WARMUP_IOS);
+    await o.beforeRun();
+  }
   await resetDevice(g, s, device);
   const before = await deviceStats(g, s, device);
   const driver = await call({ ios: s.ios, hold: o.hold ?? false }, 'run', s.ios);
@@ -280,8 +288,8 @@ async function startExporter(g: Guest, args: string[], log: (m: string) => void,
 }
 
 /** Runs per repetition: irq per scenario, then per path and scenario 2 scraped runs and the A/B runs. */
-export function runsPerRep(scenarios: number, abPairs: number): number {
-  return scenarios * (1 + TRACED.length * POLLED.length * (1 + 2 * abPairs));
+export function runsPerRep(scenarios: number, paths: number, abPairs: number): number {
+  return scenarios * (1 + paths * POLLED.length * (1 + 2 * abPairs));
 }
 
 /**
@@ -289,10 +297,10 @@ export function runsPerRep(scenarios: number, abPairs: number): number {
  * every scenario (hybrid then classic poll, scraped), then that exporter's A/B runs. Keeps what it
  * got if one fails.
  */
-export async function runSession(g: Guest, base: Omit<Session, 'runs' | 'wallSeconds' | 'scenarios' | 'exporterArgs'>, o: SessionOptions): Promise<Session> {
+export async function runSession(g: Guest, base: Omit<Session, 'runs' | 'wallSeconds' | 'scenarios' | 'exporterArgs' | 'paths'>, o: SessionOptions): Promise<Session> {
   const t0 = Date.now();
-  const session: Session = { ...base, wallSeconds: 0, scenarios: o.scenarios, exporterArgs: o.exporterArgs, runs: [] };
-  const total = o.reps * (runsPerRep(o.scenarios.length, o.abPairs) + (o.sweep?.length ?? 0));
+  const session: Session = { ...base, wallSeconds: 0, scenarios: o.scenarios, paths: [...o.paths], exporterArgs: o.exporterArgs, runs: [] };
+  const total = o.reps * (runsPerRep(o.scenarios.length, o.paths.length, o.abPairs) + (o.sweep?.length ?? 0));
   const done = (r: RunRecord, t1: number) => {
     session.runs.push(r);
     const d = r.driver;
@@ -310,7 +318,7 @@ export async function runSession(g: Guest, base: Omit<Session, 'runs' | 'wallSec
         const t1 = Date.now();
         done({ scenario: s.id, tracing: 'untraced', mode: 'irq', rep, device, ...(await runDriver(g, s, device, 'irq')) }, t1);
       }
-      for (const tracing of TRACED) {
+      for (const tracing of o.paths) {
         const startInfo = await startExporter(g, o.exporterArgs[tracing], o.log, `rep ${rep} ${tracing}`);
         const recs: RunRecord[] = [];
         // The tracepoint exporter gets a fentry twin: both paths measure the same runs. (Not the
