@@ -352,8 +352,11 @@ export function minMinusWakeDelayUs(adaptive: Pick<LegacyRun, 'pollStatWatch' | 
  * run, which is longer: the window at a run's after-scrape then reaches back to that run's
  * before-scrape and no further, so one exporter serves every run and its model is fed that run
  * alone (an exporter start costs seconds of guest CPU under emulation, a run a fraction of one).
+ * Generous: while the host is between requests the idle guest's clock jumps from timer to timer
+ * (icount sleep=off), and with a 5 s window one run's before-scrape fell out of it on a loaded host
+ * (a 5,000-I/O fio run, 0.18 s of I/O, spanned more than 5 guest seconds between its scrapes).
  */
-export const MODEL_WINDOW_SECONDS = 5;
+export const MODEL_WINDOW_SECONDS = 120;
 const IDLE_MS = MODEL_WINDOW_SECONDS * 1000 * 1.2;
 
 /** Warm-up I/Os of every non-adaptive run (a fresh process and ring; poll_stat persists per queue). */
@@ -390,7 +393,7 @@ export async function runLegacySession(g: Guest, base: Omit<LegacySession, 'runs
           const r = await g.agent<{ value: string }>('POST', '/io_poll_delay', { device, value: ioPollDelay });
           if (Number(r.value) !== ioPollDelay) throw new Error(`io_poll_delay of ${device} reads ${r.value} after writing ${ioPollDelay}`);
           const t1 = Date.now();
-          await g.agent('POST', '/idle', { ms: IDLE_MS }, 120_000);
+          await g.agent('POST', '/idle', { ms: IDLE_MS }, 300_000);
           await runWorkload(g, w, device, delay === 'adaptive' ? warmupIos(o, p) : WARMUP_IOS);
           const m = await measuredRun(g, w, device, o.ios, traced);
           const run: LegacyRun = { profile: p.id, workload: w, delay, ...(traced ? {} : { traced }), ioPollDelay, ...(derivation ? { derivation } : {}), device, ...m, exporterStartMs: st.startMs, bpfReadySeconds: ready, hostSeconds: (Date.now() - t1) / 1000 };
