@@ -32,10 +32,11 @@ if [ "$nctrl" -gt 0 ] && modprobe nvme; then
 fi
 echo "HPVM: kernel $(uname -r), $(nproc) cpus, $nctrl NVMe controllers ($(ls /sys/block | grep -c '^nvme') namespaces), $(grep -o 'nvme.poll_queues=[0-9]*' /proc/cmdline)"
 dmesg | grep -E 'nvme nvme[0-9]+: .*queues' | sed 's/^/HPVM: /'
-# hpvm.run=<base64 shell script> (test/vm/lab.ts exec): run it instead of the agent, then power off.
+# hpvm.run=<base64 of a gzipped shell script> (test/vm/lab.ts exec): run it instead of the agent,
+# then power off.
 run=$(sed -n 's/.*hpvm\.run=\([^ ]*\).*/\1/p' /proc/cmdline)
 if [ -n "$run" ]; then
-  echo "$run" | base64 -d > /tmp/hp-run.sh
+  echo "$run" | base64 -d | gzip -dc > /tmp/hp-run.sh
   echo "HPVM: exec begin"
   sh /tmp/hp-run.sh 2>&1
   echo "HPVM: exec end rc=$?"

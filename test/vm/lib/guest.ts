@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Accel } from './accel.js';
@@ -212,11 +213,12 @@ export class Guest {
 
   /**
    * Boots the guest to run one shell script instead of the agent (a debugging aid: test/vm/lab.ts
-   * exec), and returns what it printed. The script travels base64 on the kernel command line.
+   * exec), and returns what it printed. The script travels gzipped and base64 on the kernel command line.
    */
   static async exec(o: BootOptions, script: string): Promise<string> {
-    const b64 = Buffer.from(script).toString('base64');
-    if (b64.length > 1500) throw new Error('script too long for the kernel command line (1500 base64 chars)');
+    // gzip first: the kernel command line holds 2048 bytes in all.
+    const b64 = gzipSync(script).toString('base64');
+    if (b64.length > 1500) throw new Error('script too long for the kernel command line (1500 chars of base64 after gzip)');
     const dir = mkdtempSync(join(tmpdir(), 'hpvm-'));
     const consoleLog = join(dir, 'console.log');
     try {
