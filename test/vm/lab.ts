@@ -72,7 +72,7 @@ async function main(): Promise<void> {
     }
     case 'record':
       if (legacy) await recordLegacy(Number(process.env.HPVM_SECS ?? 40));
-      else await recordAll(Number(process.env.HPVM_IOS ?? 100_000));
+      else await recordAll(Number(process.env.HPVM_IOS ?? 60_000));
       return;
     default:
       throw new Error('usage: lab.ts build | run | table [session.json] | compare A.json B.json | exec SCRIPT | record');

@@ -100,10 +100,12 @@ export interface LabOptions {
   /** I/Os per measured run */
   ios: number;
   reps: number;
-  /** A/B pairs (BPF detached/attached) per scenario, mode and path */
+  /** A/B pairs (BPF detached/attached) per scenario, mode and path; two give the untraced runs' own spread */
   abPairs: number;
   /** scenario ids to run (default all of the profile) */
   only?: string[];
+  /** run the io_uring hybrid convergence sweep (SWEEP profiles; default: the full profile with every scenario) */
+  sweep: boolean;
   /** BPF paths: both, or fentry only (the CI profile: the tracepoint path is bullseye's, which the gate runs too) */
   paths: Exclude<Tracing, 'untraced'>[];
 }
@@ -123,7 +125,7 @@ export function labOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LabOpti
   const ci = profile === 'ci';
   const ios = Number(env.HPVM_IOS ?? (ci ? 4000 : 20_000));
   const reps = Number(env.HPVM_REPS ?? 1);
-  const abPairs = Number(env.HPVM_AB_PAIRS ?? 1);
+  const abPairs = Number(env.HPVM_AB_PAIRS ?? 2);
   if (!Number.isInteger(ios) || ios < 1000 || !Number.isInteger(reps) || reps < 1 || !Number.isInteger(abPairs) || abPairs < 1) {
     throw new Error('HPVM_IOS must be an integer ≥ 1000, HPVM_REPS and HPVM_AB_PAIRS positive integers');
   }
@@ -132,7 +134,8 @@ export function labOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LabOpti
   for (const id of only ?? []) if (!known.includes(id)) throw new Error(`HPVM_SCENARIOS: unknown scenario ${id} (${known.join(', ')})`);
   const paths = (env.HPVM_PATHS ?? (ci ? 'fentry' : 'fentry,tracepoint')).split(',');
   for (const p of paths) if (p !== 'fentry' && p !== 'tracepoint') throw new Error(`HPVM_PATHS: unknown path ${p} (fentry, tracepoint)`);
-  return { profile, ios, reps, abPairs, paths: paths as LabOptions['paths'], ...(only ? { only } : {}) };
+  const sweep = env.HPVM_SWEEP !== undefined ? env.HPVM_SWEEP === '1' : !ci && !only;
+  return { profile, ios, reps, abPairs, sweep, paths: paths as LabOptions['paths'], ...(only ? { only } : {}) };
 }
 
 /** What a lab may choose of a boot; the rest (images, accelerator, log, console file) the lab fills in. */
@@ -178,7 +181,7 @@ export async function runLab(o: LabOptions): Promise<string> {
     log(`profile ${o.profile}: ${sc.map((s) => s.id).join(', ')}; paths ${o.paths.join(', ')}; ${o.ios} I/Os per run, ${o.reps} rep(s), ${o.abPairs} A/B pair(s)`);
     session = await runSession(guest, {
       startedAt: new Date(t0).toISOString(), accel, accelWhy: why, images, info: guest.info, bootSeconds: guest.bootSeconds, profile: o.profile,
-    }, { scenarios: sc, paths: o.paths, reps: o.reps, abPairs: o.abPairs, exporterArgs: exporterArgs(), ...(o.profile === 'full' && !o.only ? { sweep: SWEEP } : {}), log });
+    }, { scenarios: sc, paths: o.paths, reps: o.reps, abPairs: o.abPairs, exporterArgs: exporterArgs(), ...(o.sweep ? { sweep: SWEEP } : {}), log });
   } finally {
     const off = await guest.shutdown();
     log(`guest ${off.clean ? 'powered off' : 'killed (no clean power-off)'}`);
@@ -216,7 +219,7 @@ export async function recordAll(ios: number): Promise<void> {
     const caveat = '; guest CPU work costs 3-5x a server core (1 ns per instruction), so the device is scaled up: an Optane-like 10 µs device is 50 µs here';
     for (const mode of ['hybrid', 'poll'] as const) {
       const what = mode === 'hybrid' ? 'io_uring hybrid IOPOLL (IORING_SETUP_IOPOLL|IORING_SETUP_HYBRID_IOPOLL)' : 'io_uring classic IOPOLL (IORING_SETUP_IOPOLL)';
-      await recordRun(guest, { file: join(ROOT, 'recordings', `vm-${mode === 'poll' ? 'classic' : 'hybrid'}.jsonl`), mode, scenario, interval: '250ms', description: `Real ${what}: ${where}${caveat}` }, log);
+      await recordRun(guest, { file: join(ROOT, 'recordings', `vm-${mode === 'poll' ? 'classic' : 'hybrid'}.jsonl`), mode, scenario, interval: '500ms', description: `Real ${what}: ${where}${caveat}` }, log);
     }
   } finally {
     const off = await guest.shutdown();
