@@ -213,6 +213,21 @@ describe('check 4 (paths agree, workload unchanged)', () => {
   });
 });
 
+describe('check 4 premise: the untraced runs repeat', () => {
+  const mk = (secondUntracedIos: number) => check4(new SessionRuns(session([
+    abRun('fentry', false, 'hybrid', driver('hybrid', 10_000, 5, 9_000), 0), abRun('fentry', true, 'hybrid', driver('hybrid', 10_000, 5, 9_000), 0),
+    abRun('fentry', true, 'hybrid', driver('hybrid', 10_000, 5, 9_000), 1), abRun('fentry', false, 'hybrid', driver('hybrid', secondUntracedIos, 5, 9_000), 1),
+  ])), SC);
+  it('judges traced vs untraced when the untraced runs agree', () => {
+    const c = find(mk(10_100), 'hybrid under fentry vs untraced: IOPS');
+    expect(c.skipped).toBeUndefined();
+    expect(c.measured).toMatch(/untraced runs: 2, spread IOPS \+1\.0%/);
+  });
+  it('is skipped, with the spread, when the untraced runs differ by more than the bound', () => {
+    expect(find(mk(11_000), 'hybrid under fentry vs untraced: IOPS').skipped).toMatch(/2 untraced runs of this boot differ by \+10\.0% in IOPS/);
+  });
+});
+
 describe('check 5 (model)', () => {
   const mk = (o: { pred?: number; selfError?: number; halfMeanS?: number; classicMeanS?: number; overslept?: number }) => check5(new SessionRuns(session([
     withDevice(run('fentry', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, classicPerIo: o.pred ?? 400e-6,
@@ -228,6 +243,11 @@ describe('check 5 (model)', () => {
     expect(find(mk({ selfError: -0.11 }), 'self-check').pass).toBe(false);
     expect(find(mk({ halfMeanS: 27e-6 }), 'mean device time').pass).toBe(true); // 54 vs 50 µs
     expect(find(mk({ halfMeanS: 28e-6 }), 'mean device time').pass).toBe(false); // +12%
+  });
+  it('is judged at QD1 only: deeper runs are shown, skipped with the reason', () => {
+    const deep = check5(new SessionRuns(session([run('fentry', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, classicPerIo: 400e-6, selfError: 5 })])), { ...SC, qd: 4 });
+    expect(find(deep, 'self-check').skipped).toMatch(/QD1 model.*QD4/);
+    expect(find(deep, 'efficiency').skipped).toBeUndefined();
   });
   it('is not gated on its premises: it shows them, and says when one is violated', () => {
     const c = find(mk({}), 'predicts classic');
