@@ -396,7 +396,7 @@ export function legacyBpfCost(s: LegacySession): string[] {
     const total = per.reduce((t, [, sec]) => t + sec, 0);
     const ios = f.run.poller.ios;
     const detail = per.map(([p, sec]) => `${p} ${((sec / ios) * 1e9).toFixed(0)} ns`).join(', ');
-    return `${f.run.profile} ${f.run.workload} ${SETTING_LABEL[f.run.delay]}: ${((total / ios) * 1e6).toFixed(2)} µs per I/O = ${((total / f.run.poller.cpuSeconds) * 100).toFixed(1)}% of the poller's CPU (per I/O: ${detail || 'no run time: bpf_stats off'})`;
+    return `${f.run.profile} ${f.run.workload} ${SETTING_LABEL[f.run.delay]}${f.run.traced === false ? ' (BPF detached)' : ''}: ${((total / ios) * 1e6).toFixed(2)} µs per I/O = ${((total / f.run.poller.cpuSeconds) * 100).toFixed(1)}% of the poller's CPU (per I/O: ${detail || 'no run time: bpf_stats off'})`;
   });
 }
 
