@@ -2,8 +2,8 @@
 # Guest-side probe of hpsim (see "Probe" in README.md; kept short: it travels on the kernel command line).
 B=/sys/block/hpsim0 D=/sys/kernel/debug/block/hpsim0 T=/sys/kernel/tracing
 E=$T/events/block
-# 5.10: "hyb" = IOPOLL with io_poll_delay=0
-if [ -f $D/poll_stat ]; then MODES='irq poll hyb'; else MODES='irq poll hybrid'; fi
+# 5.x: "hyb" = IOPOLL with io_poll_delay=0 (7.x has a poll_stat file too, and ignores the delay)
+case $(uname -r) in 5.*) MODES='irq poll hyb' L=1;; *) MODES='irq poll hybrid' L=;; esac
 echo "$(uname -r) nproc=$(nproc) io_poll=$(cat $B/queue/io_poll) io_poll_delay=$(cat $B/queue/io_poll_delay) dev=$(cat $B/dev)"
 for h in $D/hctx*; do echo "${h##*/} $(cat $h/type) $(cat $h/io_poll 2>/dev/null | tr '\n' ' ')"; done
 echo x86-tsc >$T/trace_clock
@@ -21,7 +21,7 @@ for m in $MODES; do
   cat $B/hpsim/stats
   lat | sort -n | awk '{v[NR]=$1}END{print "issue->complete ns: n="NR" p10="v[int(NR*.1)]" p50="v[int(NR/2)]" p90="v[int(NR*.9)]}'
 done
-[ -f $D/poll_stat ] && grep 4096 $D/poll_stat && cat $D/hctx1/io_poll
+[ -n "$L" ] && grep 4096 $D/poll_stat && cat $D/hctx1/io_poll
 S=/sys/block/hpsim1/hpsim
 echo twopoint:20000:100000:500 >$S/profile
 for m in irq poll irq; do
