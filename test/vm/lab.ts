@@ -58,8 +58,9 @@ async function main(): Promise<void> {
       if (!a || !b) throw new Error('compare needs two session files');
       const rows = compareSessions(loadSession(a), loadSession(b));
       console.log(spreadTable(rows));
-      const failed = rows.filter((r) => !r.pass);
-      console.log(`\n${rows.length} figures, ${failed.length} outside their bound; largest spread ${(Math.max(...rows.map((r) => Math.abs(r.spread))) * 100).toFixed(2)}%`);
+      const bounded = rows.filter((r) => Number.isFinite(r.bound));
+      const failed = bounded.filter((r) => !r.pass);
+      console.log(`\n${bounded.length} bounded figures, ${failed.length} outside their bound; largest bounded spread ${(Math.max(...bounded.map((r) => Math.abs(r.spread))) * 100).toFixed(2)}%`);
       if (failed.length) process.exitCode = 1;
       return;
     }
