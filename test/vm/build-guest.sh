@@ -5,7 +5,8 @@
 #      of them changes (~1.5 min from nothing, seconds when cached).
 #   2. a small read-only "project disk" with what the guest runs from this checkout: the exporter
 #      (dist/, package.json, production node_modules), the BPF loader, hpdrive and the guest scripts,
-#      and the host's node binary when the suite's nodejs is too old (bullseye).
+#      the simulated poll-queue device module built for the image's kernel (build-hpsim.sh, its
+#      own cached chroot), and the host's node binary when the suite's nodejs is too old (bullseye).
 #      Keyed by the hash of its content.
 # Progress goes to stderr; the last line on stdout is a JSON manifest of the images.
 #
@@ -30,13 +31,8 @@ for c in debootstrap mkfs.ext4 chroot sha256sum gcc make npm; do
   command -v $c >/dev/null || die "missing $c (apt-get install debootstrap e2fsprogs gcc make)"
 done
 
-# The Debian mirror this host's apt already uses (deb822 or one-line sources; not -security).
-host_mirror() {
-  awk '/^URIs:/{u=$2} /^Suites:/{if ($0 !~ /security/ && u ~ /debian/) {print u; exit}}' \
-    /etc/apt/sources.list.d/*.sources 2>/dev/null || true
-  awk '$1=="deb" && $0 !~ /security/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true
-}
-MIRROR=${MIRROR:-$(host_mirror | head -1)}
+# shellcheck source=host-mirror.sh
+. "$HERE/host-mirror.sh"
 [ -n "$MIRROR" ] || die "no Debian mirror in the host's apt sources; set MIRROR"
 
 mkdir -p "$CACHE"
@@ -132,6 +128,8 @@ if [ -n "${HPVM_LOADER_VARIANTS:-}" ]; then
   install -m755 "$HPVM_LOADER_VARIANTS"/* "$STAGE/bin/variants/"
   log "loader variants: $(ls "$STAGE/bin/variants" | tr '\n' ' ')"
 fi
+log "hpsim module for kernel $(cat "$G/kernel-release")"
+bash "$HERE/build-hpsim.sh" "$SUITE" "$(cat "$G/kernel-release")" "$STAGE/modules/hpsim.ko" || die "hpsim module build failed"
 cp "$HERE"/guest/init.sh "$HERE"/guest/agent.mjs "$HERE"/guest/loader-ab.mjs "$STAGE/guest/"
 # A guest whose Debian has no usable nodejs (bullseye: 12; the exporter needs >= 20) runs the
 # host's node binary from the project disk (Debian/NodeSource builds need glibc 2.28 and libstdc++6).
@@ -153,6 +151,6 @@ else
   log "project disk $PKEY cached"
 fi
 touch "$P"
-printf '{"suite":"%s","kernel":"%s","initrd":"%s","root":"%s","project":"%s","kernelRelease":"%s","loader":%s,"rootKey":"%s","projectKey":"%s"}\n' \
+printf '{"suite":"%s","kernel":"%s","initrd":"%s","root":"%s","project":"%s","kernelRelease":"%s","loader":%s,"hpsim":%s,"rootKey":"%s","projectKey":"%s"}\n' \
   "$SUITE" "$G/vmlinuz" "$G/initrd.img" "$G/root.img" "$P" "$(cat "$G/kernel-release")" \
-  "$([ -x "$LOADER" ] && echo true || echo false)" "$ROOTKEY" "$PKEY"
+  "$([ -x "$LOADER" ] && echo true || echo false)" "$([ -f "$STAGE/modules/hpsim.ko" ] && echo true || echo false)" "$ROOTKEY" "$PKEY"

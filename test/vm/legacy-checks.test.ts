@@ -1,26 +1,34 @@
 // The legacy session's arithmetic on synthetic runs (no VM): poll_stat over a run, fio's JSON, the
-// fixed delay, and each legacy check passing just inside its bound and failing just outside.
+// hpsim stats, the two fixed delays, and each legacy check passing just inside its bound and
+// failing just outside.
 import { describe, expect, it } from 'vitest';
-import { legacyChecks, legacyFigures, legacyTable } from './lib/legacy-checks.js';
-import { fixedDelayUs, fromFio, pollStatMeanOverRun, type DelayMode, type LegacyRun, type LegacySession, type PollStatWatch } from './lib/legacy.js';
+import { allLegacyChecks, LEGACY_BOUNDS, legacyChecks, legacyFigures, legacyTable, runsTable, seedsTable } from './lib/legacy-checks.js';
+import {
+  DELAY_MODES, fromFio, hpsimOverRun, minMinusWakeDelayUs, parseHpsimStats, pollStatMeanOverRun, profileMeanNs, threeQuarterDelayUs, warmupIos,
+  type DelayMode, type LegacyRun, type LegacySession, type PollStatWatch,
+} from './lib/legacy.js';
+import { legacyOptionsFromEnv } from './lib/legacy-lab.js';
 
-const stat = (meanNs: number, samples = 100) =>
-  ['read  (512 Bytes): samples=0', 'write (512 Bytes): samples=0', `read  (4096 Bytes): samples=${samples}, mean=${meanNs}, min=${meanNs / 2}, max=${meanNs * 2}`, 'write (4096 Bytes): samples=0'].join('\n');
+const stat = (meanNs: number, samples = 100, minNs = meanNs / 2) =>
+  ['read  (512 Bytes): samples=0', 'write (512 Bytes): samples=0', `read  (4096 Bytes): samples=${samples}, mean=${meanNs}, min=${minNs}, max=${meanNs * 2}`, 'write (4096 Bytes): samples=0'].join('\n');
 
 describe('pollStatMeanOverRun', () => {
-  it("weights each content's mean by the samples of the window that follows it (the I/Os that slept on it)", () => {
-    const w: PollStatWatch = { samples: [{ t: 0, text: stat(400_000, 50) }, { t: 100, text: stat(800_000, 100) }, { t: 200, text: stat(1_000_000, 25) }], end: 400 };
+  it("weights each content's mean and min by the samples of the window that follows it (the I/Os that slept on it)", () => {
+    const w: PollStatWatch = { samples: [{ t: 0, text: stat(400_000, 50, 300_000) }, { t: 100, text: stat(800_000, 100, 500_000) }, { t: 200, text: stat(1_000_000, 25) }], end: 400 };
     // 400 µs was current for the next window's 100 I/Os, 800 µs for the 25 after; the last has no successor
-    expect(pollStatMeanOverRun(w)).toEqual({ meanSeconds: expect.closeTo((0.0004 * 100 + 0.0008 * 25) / 125, 12), ios: 125 });
+    const m = pollStatMeanOverRun(w);
+    expect(m.meanSeconds).toBeCloseTo((0.0004 * 100 + 0.0008 * 25) / 125, 12);
+    expect(m.minSeconds).toBeCloseTo((0.0003 * 100 + 0.0005 * 25) / 125, 12);
+    expect(m.ios).toBe(125);
   });
   it('skips contents without a read 4 KiB mean and has no value without any', () => {
     expect(pollStatMeanOverRun({ samples: [{ t: 0, text: 'read  (4096 Bytes): samples=0' }, { t: 50, text: stat(1000, 7) }, { t: 150, text: stat(2000, 3) }], end: 150 }))
-      .toEqual({ meanSeconds: expect.closeTo(1e-6, 12), ios: 3 });
-    expect(pollStatMeanOverRun({ samples: [{ t: 0, text: null }], end: 10 })).toEqual({ meanSeconds: undefined, ios: 0 });
+      .toEqual({ meanSeconds: expect.closeTo(1e-6, 12), minSeconds: expect.closeTo(0.5e-6, 12), ios: 3 });
+    expect(pollStatMeanOverRun({ samples: [{ t: 0, text: null }], end: 10 })).toEqual({ meanSeconds: undefined, minSeconds: undefined, ios: 0 });
   });
 });
 
-describe('fio and the fixed delay', () => {
+describe('fio, hpsim stats, profiles and the fixed delays', () => {
   it('fromFio: usr+sys over the job runtime, read counts and latency in µs', () => {
     const p = fromFio({ jobs: [{ job_runtime: 6000, usr_cpu: 5, sys_cpu: 30, ctx: 4000, error: 0, read: { total_ios: 4144, iops: 690.6, clat_ns: { mean: 1_430_000, percentile: { '50.000000': 1_400_000, '99.000000': 2_000_000 } } } }] });
     expect(p).toMatchObject({ ios: 4144, iops: 690.6, wallSeconds: 6, voluntarySwitches: 4000, latUs: { mean: 1430, p50: 1400, p99: 2000 } });
@@ -30,10 +38,38 @@ describe('fio and the fixed delay', () => {
   it('fromFio refuses a failed job', () => {
     expect(() => fromFio({ jobs: [{ job_runtime: 1, usr_cpu: 0, sys_cpu: 0, ctx: 0, error: 5, read: { total_ios: 0, iops: 0, clat_ns: { mean: 0 } } }] })).toThrow(/job error 5/);
   });
-  it('fixedDelayUs is ¾ of the adaptive mean, in whole µs, and needs a mean', () => {
-    expect(fixedDelayUs(435e-6)).toBe(326);
-    expect(fixedDelayUs(0.4e-6)).toBe(1);
-    expect(() => fixedDelayUs(undefined)).toThrow(/no read 4k poll_stat mean/);
+  it('hpsim stats: parsed, and the mean service time over a run from two readings', () => {
+    const b = parseHpsimStats('issued=100 completed_irq=2 completed_poll=98 service_ns_sum=5000000 service_ns_min=49000 service_ns_max=51000');
+    const a = parseHpsimStats('issued=1100 completed_irq=2 completed_poll=1098 service_ns_sum=55500000 service_ns_min=48000 service_ns_max=52000');
+    expect(hpsimOverRun(b, a)).toEqual({ completed: 1000, polled: 1000, meanSeconds: expect.closeTo(50.5e-6, 12), minSeconds: 48e-6 });
+    expect(() => parseHpsimStats('issued=1')).toThrow(/no completed_irq/);
+    expect(parseHpsimStats(null)).toBeUndefined();
+  });
+  it('profile means size the adaptive warm-up: 0.15 s of guest time', () => {
+    expect(profileMeanNs('fixed:50000')).toBe(50000);
+    expect(profileMeanNs('normal:50000:1000')).toBe(50000);
+    expect(profileMeanNs('uniform:27000:33000')).toBe(30000);
+    expect(profileMeanNs('twopoint:20000:100000:500')).toBe(60000);
+    expect(() => profileMeanNs('gamma:1:2')).toThrow(/unknown kind/);
+    expect(warmupIos({ warmupIos: 0 }, { id: 'x', profile: 'fixed:50000', title: '', scale: '' })).toBe(3000);
+    expect(warmupIos({ warmupIos: 123 }, { id: 'x', profile: 'fixed:50000', title: '', scale: '' })).toBe(123);
+  });
+  it('¾ mean in whole µs from the adaptive run; min − wake from its poll_stat min and measured wake overhead', () => {
+    const watch: PollStatWatch = { samples: [{ t: 0, text: stat(26_000, 100, 22_500) }, { t: 100, text: stat(26_000, 100, 22_500) }], end: 200 };
+    expect(threeQuarterDelayUs({ pollStatWatch: watch })).toEqual({ us: 20, derivation: '¾ × poll_stat mean 26.00 µs' });
+    const d = 'device="hpsim1"';
+    const after = [`hybridpoll_poll_wake_overhead_seconds_count{${d}} 100`, `hybridpoll_poll_wake_overhead_seconds_sum{${d}} ${100 * 6.4e-6}`].join('\n');
+    expect(minMinusWakeDelayUs({ pollStatWatch: watch, before: '', after, device: 'hpsim1' })).toEqual({ us: 16, derivation: 'poll_stat min 22.50 µs − wake overhead 6.40 µs' });
+    expect(() => minMinusWakeDelayUs({ pollStatWatch: watch, before: '', after: '', device: 'hpsim1' })).toThrow(/no measured wake overhead/);
+    expect(() => threeQuarterDelayUs({ pollStatWatch: { samples: [], end: 0 } })).toThrow(/no read 4k poll_stat mean/);
+  });
+  it('options: the CI profile is a subset (seed001, 5,000 I/Os) with the same checks; bad names refused', () => {
+    const ci = legacyOptionsFromEnv({ HPVM_PROFILE: 'ci' });
+    expect(ci).toMatchObject({ ci: true, ios: 5_000, untraced: true, smp: 1, workloads: ['hpdrive', 'fio'], delays: DELAY_MODES });
+    expect(ci.profiles.map((p) => p.id)).toEqual(['seed001']);
+    expect(legacyOptionsFromEnv({}).profiles.map((p) => p.id)).toEqual(['seed001', 'seed004']);
+    expect(() => legacyOptionsFromEnv({ HPVM_LEGACY_DELAYS: 'classic,half' })).toThrow(/unknown half/);
+    expect(() => legacyOptionsFromEnv({ HPVM_LEGACY_IOS: '5' })).toThrow(/HPVM_LEGACY_IOS/);
   });
 });
 
@@ -47,8 +83,11 @@ interface Fig {
   success: number;
   measuredPerIo: number;
   waitPerIo: number;
-  classicPerIo?: number;
-  halfMeanPerIo?: number;
+  /** the model's rows fed this run (CPU per I/O, s) */
+  rows?: Partial<Record<'classic' | 'blkmq_half_mean' | 'three_quarter_mean' | 'blkmq_fixed', number>>;
+  meanD: number;
+  deviceMeanS: number;
+  devicePolled?: number;
   pollStatMeanS: number;
   ioLatS?: number;
   selfError?: number;
@@ -56,11 +95,19 @@ interface Fig {
   devSpun?: number;
   /** rq_complete's run time over the run (bpf_stats), seconds */
   rqCompleteSeconds?: number;
+  /** polled I/Os in the model's window (default: the run's) */
+  windowIos?: number;
 }
 
+const DELAY_US: Record<DelayMode, number> = { classic: -1, adaptive: 0, three_quarter: 20, min_wake: 16 };
+// per-I/O CPU of each setting: the poller's wait phase; residue 1 %, no completion edge unless set
+const WAIT: Record<DelayMode, number> = { classic: 30e-6, adaptive: 17e-6, three_quarter: 12e-6, min_wake: 10e-6 };
+const LOOP = (d: DelayMode) => WAIT[d] * 0.99;
+
 function run(delay: DelayMode, f: Fig): LegacyRun {
-  const d = 'device="nvme1n1"';
-  const ioPollDelay = delay === 'classic' ? -1 : delay === 'adaptive' ? 0 : 326;
+  const d = 'device="hpsim0"';
+  const ioPollDelay = DELAY_US[delay];
+  const rows = Object.entries(f.rows ?? {}).map(([policy, v]) => `hybridpoll_policy_cpu_seconds_per_io{${d},policy="${policy}"} ${v}`);
   const after = [
     'hybridpoll_kernel_era_info{era="blkmq_hybrid",evidence="btf",release="5.10.0-32-amd64"} 1',
     'hybridpoll_bpf_poll_path_info{path="tracepoint"} 1',
@@ -75,40 +122,51 @@ function run(delay: DelayMode, f: Fig): LegacyRun {
     `hybridpoll_poll_offcpu_seconds_sum{${d}} 1`,
     `hybridpoll_poll_stat_samples{${d},op="read",size_bytes="4096"} 100`,
     `hybridpoll_poll_stat_mean_seconds{${d},op="read",size_bytes="4096"} ${f.pollStatMeanS}`,
-    `hybridpoll_hctx_poll_success_total{${d},hctx="hctx2"} ${f.success}`,
-    `hybridpoll_hctx_poll_considered_total{${d},hctx="hctx2"} ${f.success}`,
-    `hybridpoll_hctx_poll_invoked_total{${d},hctx="hctx2"} ${f.success}`,
+    `hybridpoll_hctx_poll_success_total{${d},hctx="hctx1"} ${f.success}`,
+    `hybridpoll_hctx_poll_considered_total{${d},hctx="hctx1"} ${f.success}`,
+    `hybridpoll_hctx_poll_invoked_total{${d},hctx="hctx1"} ${f.success}`,
     `hybridpoll_measured_cpu_seconds_per_io{${d}} ${f.measuredPerIo}`,
+    `hybridpoll_polled_iops{${d}} ${(f.windowIos ?? f.ios) / 0.5}`,
+    'hybridpoll_model_window_seconds 0.5',
     `hybridpoll_model_cpu_error_ratio{${d}} ${f.selfError ?? 0.02}`,
+    `hybridpoll_policy_latency_seconds{${d},policy="classic"} ${f.meanD}`,
     `hybridpoll_io_latency_seconds_count{${d}} ${f.polled}`,
-    `hybridpoll_io_latency_seconds_sum{${d}} ${f.polled * (f.ioLatS ?? 1e-3)}`,
+    `hybridpoll_io_latency_seconds_sum{${d}} ${f.polled * (f.ioLatS ?? 26e-6)}`,
     `hybridpoll_poll_found_after_sleep_seconds_count{${d}} ${f.foundSlept ?? 0}`,
     `hybridpoll_poll_found_after_sleep_seconds_sum{${d}} 1`,
     `hybridpoll_poll_device_time_seconds_count{${d}} ${f.devSpun ?? 0}`,
     `hybridpoll_poll_device_time_seconds_sum{${d}} 1`,
     ...(f.rqCompleteSeconds !== undefined ? [`hybridpoll_bpf_program_run_seconds_total{program="rq_complete"} ${f.rqCompleteSeconds}`] : []),
-    ...(f.classicPerIo !== undefined ? [`hybridpoll_policy_cpu_seconds_per_io{${d},policy="classic"} ${f.classicPerIo}`] : []),
-    ...(f.halfMeanPerIo !== undefined ? [`hybridpoll_policy_cpu_seconds_per_io{${d},policy="blkmq_half_mean"} ${f.halfMeanPerIo}`] : []),
+    ...rows,
   ].join('\n');
+  const polled = f.devicePolled ?? f.ios;
   return {
-    workload: 'hpdrive', delay, ioPollDelay, device: 'nvme1n1',
-    poller: { ios: f.ios, iops: f.ios / 6, wallSeconds: 6, cpuSeconds: f.waitPerIo * f.ios * 1.5, waitCpuSeconds: f.waitPerIo * f.ios, syscallResidueSeconds: f.waitPerIo * f.ios * 0.01, voluntarySwitches: f.vcsw, latUs: { mean: 1000, p50: 1000, p99: 2000 } },
+    profile: 'seed001', workload: 'hpdrive', delay, ioPollDelay, device: 'hpsim0',
+    ...(delay === 'three_quarter' || delay === 'min_wake' ? { derivation: 'test' } : {}),
+    poller: { ios: f.ios, iops: f.ios / 6, wallSeconds: 6, cpuSeconds: f.waitPerIo * f.ios * 1.5, waitCpuSeconds: f.waitPerIo * f.ios, syscallResidueSeconds: f.waitPerIo * f.ios * 0.01, voluntarySwitches: f.vcsw, latUs: { mean: 26, p50: 26, p99: 27 } },
     raw: {}, before: '', after,
+    hpsimBefore: 'issued=0 completed_irq=0 completed_poll=0 service_ns_sum=0 service_ns_min=0 service_ns_max=0',
+    hpsimAfter: `issued=${polled} completed_irq=0 completed_poll=${polled} service_ns_sum=${Math.round(polled * f.deviceMeanS * 1e9)} service_ns_min=24000 service_ns_max=26000`,
     pollStatWatch: { samples: [{ t: 0, text: stat(f.pollStatMeanS * 1e9) }, { t: 100, text: stat(f.pollStatMeanS * 1e9 * 3, f.ios) }], end: 6000 },
     exporterStartMs: 1, bpfReadySeconds: 1,
-    exporterStop: { exit: { code: 0, signal: null }, log: '', bpfPrograms: [] },
   };
 }
 
-const good = (): Record<DelayMode, Fig> => ({
-  classic: { ios: 6000, polled: 6000, sleeps: 0, reqMeanS: 0, offcpuCount: 0, vcsw: 0, success: 6000, measuredPerIo: 970e-6 * 0.99, waitPerIo: 970e-6, pollStatMeanS: 900e-6 },
-  adaptive: { ios: 6000, polled: 6000, sleeps: 6000, reqMeanS: 450e-6, offcpuCount: 6000, vcsw: 6000, success: 6000, measuredPerIo: 160e-6 * 0.99, waitPerIo: 160e-6, classicPerIo: 970e-6, halfMeanPerIo: 160e-6, pollStatMeanS: 900e-6, ioLatS: 950e-6, foundSlept: 1000, devSpun: 5000 },
-  fixed: { ios: 6000, polled: 6000, sleeps: 6000, reqMeanS: 326e-6, offcpuCount: 6000, vcsw: 6000, success: 6000, measuredPerIo: 190e-6 * 0.99, waitPerIo: 190e-6, pollStatMeanS: 900e-6 },
-});
+const hybridRows = () => ({ classic: LOOP('classic'), blkmq_half_mean: LOOP('adaptive'), three_quarter_mean: LOOP('three_quarter') });
+const good = (): Record<DelayMode, Fig> => {
+  const base = { ios: 6000, polled: 6000, success: 6000, meanD: 25.2e-6, deviceMeanS: 25e-6, pollStatMeanS: 26e-6 };
+  const slept = (d: DelayMode, reqMeanS: number, rows: Fig['rows']): Fig => ({ ...base, sleeps: 6000, reqMeanS, offcpuCount: 6000, vcsw: 6000, measuredPerIo: LOOP(d), waitPerIo: WAIT[d], rows, foundSlept: 100, devSpun: 5900 });
+  return {
+    classic: { ...base, sleeps: 0, reqMeanS: 0, offcpuCount: 0, vcsw: 0, measuredPerIo: LOOP('classic'), waitPerIo: WAIT.classic },
+    adaptive: slept('adaptive', 13e-6, hybridRows()),
+    three_quarter: slept('three_quarter', 20e-6, { ...hybridRows(), blkmq_fixed: LOOP('three_quarter') }),
+    min_wake: slept('min_wake', 16e-6, { ...hybridRows(), blkmq_fixed: LOOP('min_wake') }),
+  };
+};
 
-function checks(figs: Record<DelayMode, Fig>, accel = 'tcg') {
-  const runs = (['classic', 'adaptive', 'fixed'] as const).map((d) => run(d, figs[d]));
-  return legacyChecks(runs.map(legacyFigures), 'hpdrive', accel);
+function checks(figs: Record<DelayMode, Fig>, opts: { accel?: string; icount?: boolean } = { accel: 'tcg', icount: true }) {
+  const runs = DELAY_MODES.map((d) => run(d, figs[d]));
+  return legacyChecks(runs.map(legacyFigures), 'seed001', 'hpdrive', opts);
 }
 
 const result = (cs: ReturnType<typeof checks>, id: string, title?: RegExp) => {
@@ -118,80 +176,142 @@ const result = (cs: ReturnType<typeof checks>, id: string, title?: RegExp) => {
 };
 
 describe('legacy checks', () => {
-  it('all pass on consistent figures', () => {
+  it('all pass on consistent figures, none skipped in virtual time', () => {
     const cs = checks(good());
     expect(cs.filter((c) => !c.pass).map((c) => `${c.id}: ${c.measured}`)).toEqual([]);
-    expect(cs.map((c) => c.id)).toEqual(expect.arrayContaining(['L1 era', 'L1 bpf', 'L1 io_poll_delay', 'L1 poll_stat', 'L1 hctx io_poll', 'L2 count', 'L3 sleeps', 'L3 sleeps/IO', 'L3 switch-outs', 'L4 requested', 'L5 cpu', 'L6 model classic', 'L6 model ½ mean', 'Lcleanup']));
+    expect(cs.filter((c) => c.skipped)).toEqual([]);
+    expect(cs.map((c) => c.id)).toEqual(expect.arrayContaining(['L1 era', 'L1 bpf', 'L1 io_poll_delay', 'L1 poll_stat', 'L1 hctx io_poll', 'L2 count', 'L2 device count', 'L3 sleeps', 'L3 sleeps/IO',
+      'L3 switch-outs', 'L4 requested', 'L5 cpu', 'L6 self-check', 'L6 model classic', 'L6 model ½ mean', 'L6 model ¾ mean', 'L6 model fixed', 'L7 device time']));
+    expect(cs.filter((c) => c.id === 'L6 model fixed')).toHaveLength(2);
+    expect(cs[0]!.scenario).toBe('legacy seed001 hpdrive');
   });
   it('era: blkmq_hybrid from BTF only (debugfs evidence means the BTF read failed)', () => {
-    const runs = (['classic', 'adaptive', 'fixed'] as const).map((d) => run(d, good()[d]));
+    const runs = DELAY_MODES.map((d) => run(d, good()[d]));
     runs[1]!.after = runs[1]!.after.replace('evidence="btf"', 'evidence="debugfs"');
-    const c = legacyChecks(runs.map(legacyFigures), 'hpdrive').find((x) => x.id === 'L1 era')!;
+    const c = legacyChecks(runs.map(legacyFigures), 'seed001', 'hpdrive').find((x) => x.id === 'L1 era')!;
     expect(c.pass).toBe(false);
-    expect(c.measured).toMatch(/adaptive: era=blkmq_hybrid \(debugfs\)/);
+    expect(c.measured).toMatch(/½ mean: era=blkmq_hybrid \(debugfs\)/);
   });
-  it('count: 1.9 % off passes, 2.1 % fails', () => {
+  it('counts: 0.4 % off passes, 0.6 % fails; the device must have polled every request', () => {
+    expect(LEGACY_BOUNDS.count).toBe(0.005);
     const g = good();
-    g.adaptive.polled = 6000 * 1.019;
+    g.adaptive.polled = 6000 * 1.004;
     expect(result(checks(g), 'L2 count').pass).toBe(true);
-    g.adaptive.polled = 6000 * 1.021;
+    g.adaptive.polled = 6000 * 1.006;
     expect(result(checks(g), 'L2 count').pass).toBe(false);
+    const h = good();
+    h.classic.devicePolled = 6040;
+    expect(result(checks(h), 'L2 device count').pass).toBe(false);
   });
   it('requested sleep: adaptive against ½ the poll_stat mean over the run, fixed against io_poll_delay', () => {
     const g = good();
-    g.adaptive.reqMeanS = 450e-6 * 1.14;
+    g.adaptive.reqMeanS = 13e-6 * 1.14;
     expect(result(checks(g), 'L4 requested', /adaptive/).pass).toBe(true);
-    g.adaptive.reqMeanS = 450e-6 * 1.16;
+    g.adaptive.reqMeanS = 13e-6 * 1.16;
     expect(result(checks(g), 'L4 requested', /adaptive/).pass).toBe(false);
-    g.fixed.reqMeanS = 326e-6 * 0.84;
+    g.min_wake.reqMeanS = 16e-6 * 0.84;
     expect(result(checks(g), 'L4 requested', /fixed/).pass).toBe(false);
   });
-  it('cpu: every run within 10 %; the model within 15 % of the paired runs', () => {
+  it('cpu: every run within 5 %, residue and completion edge added', () => {
     const g = good();
-    g.classic.measuredPerIo = 970e-6 * 0.90; // + 1 % residue: −9 %
+    g.classic.measuredPerIo = 30e-6 * 0.95; // + 1 % residue: −4 %
     expect(result(checks(g), 'L5 cpu').pass).toBe(true);
-    g.classic.measuredPerIo = 970e-6 * 0.88;
+    g.classic.measuredPerIo = 30e-6 * 0.93;
     expect(result(checks(g), 'L5 cpu').pass).toBe(false);
     // rq_complete's run time comes after the busy window's end, inside the waiting call: added
-    g.classic.rqCompleteSeconds = 970e-6 * 6000 * 0.02; // −12 % + 1 % + 2 %
+    g.classic.rqCompleteSeconds = 30e-6 * 6000 * 0.02; // −7 % + 1 % + 2 %
     expect(result(checks(g), 'L5 cpu').pass).toBe(true);
-    expect(result(checks(g), 'L5 cpu').measured).toMatch(/completion-edge BPF 19\.40 µs\/IO .*\(-9\.0%\) \[exporter alone -12\.0%/);
-    const h = good();
-    h.adaptive.classicPerIo = 970e-6 * 1.14;
-    expect(result(checks(h), 'L6 model classic').pass).toBe(true);
-    h.adaptive.classicPerIo = 970e-6 * 1.16;
-    expect(result(checks(h), 'L6 model classic').pass).toBe(false);
-    h.adaptive.halfMeanPerIo = 160e-6 * 0.84;
-    expect(result(checks(h), 'L6 model ½ mean').pass).toBe(false);
+    expect(result(checks(g), 'L5 cpu').measured).toMatch(/completion-edge BPF 0\.60 µs\/IO .*\(-4\.0%\) \[exporter alone -7\.0%/);
   });
-  it('model premises: skipped under TCG when the classic device was slower or most sleeps were censored; run under KVM', () => {
-    expect(result(checks(good()), 'L6 model classic').skipped).toBeUndefined();
+  it('model rows: within 10 % of the measured poll-loop CPU of the run of that setting, for every fed run', () => {
     const g = good();
-    g.classic.ioLatS = 950e-6 * 1.16;
-    expect(result(checks(g), 'L6 model classic').skipped).toMatch(/D depends on the poller/);
-    expect(result(checks(g), 'L6 model ½ mean').skipped).toMatch(/D depends on the poller/);
-    expect(result(checks(g, 'kvm'), 'L6 model classic').skipped).toBeUndefined();
+    g.three_quarter.rows!.classic = LOOP('classic') * 1.09;
+    expect(result(checks(g), 'L6 model classic').pass).toBe(true);
+    g.three_quarter.rows!.classic = LOOP('classic') * 1.11;
+    const c = result(checks(g), 'L6 model classic');
+    expect(c.pass).toBe(false);
+    expect(c.measured).toMatch(/fed ¾ mean: predicted 32\.97 µs\/IO .*\(\+11\.0%\)/);
     const h = good();
-    h.adaptive.foundSlept = 5001;
-    expect(result(checks(h), 'L6 model classic').skipped).toMatch(/F_D not measured/);
+    h.min_wake.rows!.three_quarter_mean = LOOP('three_quarter') * 0.89;
+    expect(result(checks(h), 'L6 model ¾ mean').pass).toBe(false);
     const k = good();
-    k.adaptive.selfError = 0.16;
-    expect(result(checks(k), 'L6 model classic').skipped).toMatch(/does not reproduce the run it was fed/);
+    k.adaptive.rows!.blkmq_half_mean = LOOP('adaptive') * 0.92;
+    expect(result(checks(k), 'L6 model ½ mean').pass).toBe(true);
+    k.min_wake.rows!.blkmq_fixed = LOOP('min_wake') * 1.12;
+    expect(result(checks(k), 'L6 model fixed', /min − wake/).pass).toBe(false);
+    expect(result(checks(k), 'L6 model fixed', /¾ mean/).pass).toBe(true);
+    const m = good();
+    m.min_wake.selfError = -0.11;
+    expect(result(checks(m), 'L6 self-check').pass).toBe(false);
+  });
+  it('unchanged: the adaptive run traced against BPF detached, CPU, IOPS and switches within 5 %', () => {
+    const mk = (cpuScale: number, iopsScale = 1) => {
+      const runs = DELAY_MODES.map((d) => run(d, good()[d]));
+      const u = run('adaptive', good().adaptive);
+      u.traced = false;
+      u.poller = { ...u.poller, cpuSeconds: u.poller.cpuSeconds * cpuScale, iops: u.poller.iops * iopsScale };
+      return legacyChecks([...runs, u].map(legacyFigures), 'seed001', 'hpdrive', { accel: 'tcg', icount: true });
+    };
+    expect(result(mk(1 / 1.04), 'L8 unchanged').pass).toBe(true);
+    const c = result(mk(1 / 1.06), 'L8 unchanged');
+    expect(c.pass).toBe(false);
+    expect(c.measured).toMatch(/^CPU 25\.50 µs vs 24\.06 µs\/IO \(\+6\.0%\)/);
+    expect(result(mk(1, 1.06), 'L8 unchanged').pass).toBe(false);
+    // the untraced run is in no other check
+    expect(result(mk(1), 'L2 count').measured.split(';')).toHaveLength(4);
+    expect(checks(good()).find((x) => x.id === 'L8 unchanged')).toBeUndefined();
+  });
+  it("window: the model fed exactly the run's I/Os", () => {
+    const g = good();
+    g.min_wake.windowIos = 6000 + 200;
+    const c = result(checks(g), 'L6 window');
+    expect(c.pass).toBe(false);
+    expect(c.measured).toMatch(/min − wake: 6200 I\/Os in the window vs 6000 \(\+3\.3%\)/);
+  });
+  it("cleanup: the session's exporter leaves no hp_ programs", () => {
+    const runs = DELAY_MODES.map((d) => run(d, good()[d]));
+    const s = (code: number, left: number) => ({ runs, accel: 'tcg', icount: true, exporterStop: { exit: { code, signal: null }, log: '', bpfPrograms: Array.from({ length: left }, (_, i) => ({ id: i, name: 'hp_rq_issue' })) } }) as unknown as LegacySession;
+    expect(allLegacyChecks(s(0, 0)).find((c) => c.id === 'Lcleanup')!.pass).toBe(true);
+    expect(allLegacyChecks(s(0, 1)).find((c) => c.id === 'Lcleanup')!.measured).toBe('exit 0, 1 hp_ programs left');
+    expect(allLegacyChecks(s(1, 0)).find((c) => c.id === 'Lcleanup')!.pass).toBe(false);
+  });
+  it('device time: the model E[D] within 5 % of the device mean', () => {
+    const g = good();
+    g.adaptive.meanD = 25e-6 * 1.049;
+    expect(result(checks(g), 'L7 device time').pass).toBe(true);
+    g.adaptive.meanD = 25e-6 * 1.051;
+    expect(result(checks(g), 'L7 device time').pass).toBe(false);
+  });
+  it('model premises: gate only without virtual time (plain TCG), never in icount or under KVM', () => {
+    const g = good();
+    g.classic.ioLatS = 26e-6 * 1.11;
+    expect(result(checks(g), 'L6 model classic').skipped).toBeUndefined();
+    expect(result(checks(g, { accel: 'tcg', icount: false }), 'L6 model classic').skipped).toMatch(/D depends on the poller/);
+    expect(result(checks(g, { accel: 'tcg', icount: false }), 'L6 model ½ mean').skipped).toMatch(/without virtual time/);
+    expect(result(checks(g, { accel: 'kvm', icount: false }), 'L6 model classic').skipped).toBeUndefined();
+    const h = good();
+    h.adaptive.foundSlept = 5000;
+    h.adaptive.devSpun = 1000;
+    expect(result(checks(h, { accel: 'tcg', icount: false }), 'L6 model classic').skipped).toMatch(/F_D not measured/);
   });
   it('sleeps: none in classic mode, one per I/O otherwise', () => {
     const g = good();
     g.classic.sleeps = 1;
-    g.fixed.sleeps = 6000 * 0.94;
+    g.three_quarter.sleeps = 6000 * 0.94;
     const cs = checks(g);
     expect(result(cs, 'L3 sleeps').pass).toBe(false);
     expect(result(cs, 'L3 sleeps/IO').pass).toBe(false);
   });
-  it('the table has a row per run with the setting', () => {
-    const runs = (['classic', 'adaptive', 'fixed'] as const).map((d) => run(d, good()[d]));
+  it('the tables have a row per run with the setting', () => {
+    const runs = DELAY_MODES.map((d) => run(d, good()[d]));
     const s = { runs } as unknown as LegacySession;
-    const t = legacyTable(s).split('\n');
-    expect(t).toHaveLength(5);
-    expect(t[2]).toMatch(/^\| hpdrive \| −1 \(classic\) \| /);
-    expect(t[4]).toMatch(/326 µs \(fixed\)/);
+    const t = runsTable(s).split('\n');
+    expect(t).toHaveLength(6);
+    expect(legacyTable(s)).toBe(`${runsTable(s)}\n\n${seedsTable(s)}`);
+    expect(t[2]).toMatch(/^\| seed001 \| hpdrive \| −1 \(classic\) \| /);
+    expect(t[4]).toMatch(/20 µs \(¾ mean\)/);
+    const st = seedsTable(s).split('\n');
+    expect(st).toHaveLength(6);
+    expect(st[3]).toMatch(/0 \(½ mean\) \| 2\.5% \(57% of classic\) \| 1000 \| 16\.83 µs \| 16\.83 µs/);
   });
 });

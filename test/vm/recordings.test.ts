@@ -27,7 +27,7 @@ describe('recordings of real polling from the VM lab', () => {
     expect(r.source.header.description).toMatch(/HYBRID_IOPOLL/);
     expect(r.kernel).toMatchObject({ era: 'iouring_hybrid', evidence: 'btf' });
     expect(r.bpf.pollPath).toBe('fentry');
-    const nvme = r.devices.filter((d) => d.target.device.startsWith('nvme'));
+    const nvme = r.devices.filter((d) => /^(nvme|hpsim)/.test(d.target.device));
     expect(nvme).toHaveLength(1);
     const t = nvme[0]!.target;
     expect(t.measured.polledIos).toBeGreaterThan(10_000);
@@ -42,7 +42,7 @@ describe('recordings of real polling from the VM lab', () => {
     expect(r.source.header.description).toMatch(/io_poll_delay=0.*kernel 5\.10/);
     expect(r.kernel).toMatchObject({ era: 'blkmq_hybrid', evidence: 'btf' });
     expect(r.bpf.pollPath).toBe('tracepoint');
-    const nvme = r.devices.filter((d) => d.target.device.startsWith('nvme'));
+    const nvme = r.devices.filter((d) => /^(nvme|hpsim)/.test(d.target.device));
     expect(nvme).toHaveLength(1);
     const t = nvme[0]!.target;
     expect(t.measured.polledIos).toBeGreaterThan(5_000);
@@ -55,7 +55,7 @@ describe('recordings of real polling from the VM lab', () => {
     const r = report('vm-classic.jsonl');
     expect(r.source.header.source).toBe('live');
     expect(r.kernel.era).toBe('iouring_hybrid');
-    const t = r.devices.filter((d) => d.target.device.startsWith('nvme'))[0]!.target;
+    const t = r.devices.filter((d) => /^(nvme|hpsim)/.test(d.target.device))[0]!.target;
     expect(t.measured.polledIos).toBeGreaterThan(5_000);
     expect(t.current.policy).toBe('classic');
     expect(t.current.sleepNs).toBe(0);

@@ -20,29 +20,57 @@ const read = (p) => {
 };
 const log = (msg) => process.stdout.write(`HPVM: agent: ${msg}\n`);
 
+/** Block devices the lab drives: QEMU's NVMe namespaces and the simulated hpsim devices. */
+const DEV_NAME = /^(nvme\d+n\d+|hpsim\d+)$/;
+const DEV_PATH = /^\/dev\/(nvme\d+n\d+|hpsim\d+)$/;
+const deviceName = (d) => {
+  if (!DEV_NAME.test(d ?? '')) throw new Error('device must be nvmeXnY or hpsimN');
+  return d;
+};
+const devicePath = (d) => {
+  if (!DEV_PATH.test(d ?? '')) throw new Error('device must be /dev/nvmeXnY or /dev/hpsimN');
+  return d;
+};
+/** hpsimN or /dev/hpsimN: the device's sysfs directory of the module (tools/hpsim/README.md) */
+const hpsimDir = (d) => {
+  const m = /^(?:\/dev\/)?(hpsim\d+)$/.exec(d ?? '');
+  if (!m) throw new Error('device must be hpsimN or /dev/hpsimN');
+  const dir = `/sys/block/${m[1]}/hpsim`;
+  if (!existsSync(dir)) throw new Error(`no ${m[1]} (is the hpsim module loaded?)`);
+  return dir;
+};
+const hpsimState = (dir) => ({ profile: read(`${dir}/profile`), seed: read(`${dir}/seed`), stats: read(`${dir}/stats`) });
+
 /** What the guest kernel shows about polling, for the host's sanity checks and the report. */
 function info() {
   const devices = readdirSync('/sys/block')
-    .filter((d) => d.startsWith('nvme'))
+    .filter((d) => DEV_NAME.test(d))
     .map((name) => {
       const dbg = `/sys/kernel/debug/block/${name}`;
       const hctx = {};
       if (existsSync(dbg)) for (const h of readdirSync(dbg).filter((x) => x.startsWith('hctx'))) hctx[h] = read(`${dbg}/${h}/type`);
+      const sim = name.startsWith('hpsim');
       return {
         name,
-        serial: read(`/sys/block/${name}/device/serial`),
+        // hpsim has no device/serial: its name stands in
+        serial: sim ? name : read(`/sys/block/${name}/device/serial`),
         majmin: read(`/sys/block/${name}/dev`),
         io_poll: read(`/sys/block/${name}/queue/io_poll`),
         io_poll_delay: read(`/sys/block/${name}/queue/io_poll_delay`),
         max_sectors_kb: read(`/sys/block/${name}/queue/max_sectors_kb`),
         hctx,
+        ...(sim ? { hpsim: hpsimState(`/sys/block/${name}/hpsim`) } : {}),
       };
     });
+  const hpsimParams = existsSync('/sys/module/hpsim/parameters')
+    ? Object.fromEntries(readdirSync('/sys/module/hpsim/parameters').map((p) => [p, read(`/sys/module/hpsim/parameters/${p}`)]))
+    : null;
   return {
     release: read('/proc/sys/kernel/osrelease'),
     cmdline: read('/proc/cmdline'),
     nproc: readdirSync('/sys/devices/system/cpu').filter((c) => /^cpu\d+$/.test(c)).length,
     pollQueuesParam: read('/sys/module/nvme/parameters/poll_queues'),
+    hpsimParams,
     node: process.version,
     loader: existsSync(LOADER),
     devices,
@@ -82,7 +110,7 @@ const int = (v, lo, hi, name) => {
   return String(v);
 };
 function driveArgs(b) {
-  if (!/^\/dev\/nvme\d+n\d+$/.test(b.device ?? '')) throw new Error('device must be /dev/nvmeXnY');
+  devicePath(b.device);
   if (!MODES.has(b.mode)) throw new Error('mode must be irq, poll or hybrid');
   const a = ['-m', b.mode, '-q', int(b.qd ?? 1, 1, 1024, 'qd'), '-b', int(b.bs ?? 4096, 512, 1 << 20, 'bs')];
   if (b.ios !== undefined) a.push('-n', int(b.ios, 1, 1e9, 'ios'));
@@ -283,7 +311,7 @@ const routes = {
   },
   // The legacy guest's settings (issue 8): the test sets io_poll_delay (the exporter never writes).
   'POST /io_poll_delay': async (b) => {
-    if (!/^nvme\d+n\d+$/.test(b.device ?? '')) throw new Error('device must be nvmeXnY');
+    deviceName(b.device);
     if (!Number.isInteger(b.value) || b.value < -1 || b.value > 1_000_000) throw new Error('value must be an integer in [-1, 1000000]');
     const f = `/sys/block/${b.device}/queue/io_poll_delay`;
     writeFileSync(f, String(b.value));
@@ -292,7 +320,7 @@ const routes = {
   // poll_stat over a run (issue 8): the file is a gauge of the last 100 ms window with I/O, and each
   // adaptive sleep is ½ the mean of the window before it, so the host needs every window, not one.
   'POST /watch/start': async (b) => {
-    if (!/^nvme\d+n\d+$/.test(b.device ?? '')) throw new Error('device must be nvmeXnY');
+    deviceName(b.device);
     if (watch) clearInterval(watch.timer);
     const file = `/sys/kernel/debug/block/${b.device}/poll_stat`;
     const samples = [];
@@ -315,7 +343,7 @@ const routes = {
   // The seeds' fio job (issue 8): pvsync2 with hipri, O_DIRECT 4k random reads, one job.
   'POST /fio': async (b) => {
     if (drive && drive.exit === null) throw new Error('hpdrive running');
-    if (!/^\/dev\/nvme\d+n\d+$/.test(b.device ?? '')) throw new Error('device must be /dev/nvmeXnY');
+    devicePath(b.device);
     const limit = b.ios !== undefined ? [`--number_ios=${int(b.ios, 1, 1e9, 'ios')}`, '--size=4g'] : ['--time_based', `--runtime=${int(b.secs ?? 5, 1, 3600, 'secs')}`];
     const args = ['--name=seed001', `--filename=${b.device}`, '--ioengine=pvsync2', '--hipri', '--direct=1', '--bs=4k', '--rw=randread',
       '--numjobs=1', '--thread=0', `--randseed=${int(b.seed ?? 1, 1, 2 ** 31, 'seed')}`, ...limit, '--output-format=json'];
@@ -330,6 +358,28 @@ const routes = {
       /* reported as raw output */
     }
     return { exit: st.exit, result, stdout: result ? '' : st.stdout.slice(-4000), stderr: st.stderr.slice(-4000) };
+  },
+  // The simulated device's profile and seed (tools/hpsim/README.md): a bad profile is the
+  // module's EINVAL, reported as the error.
+  'POST /hpsim/profile': async (b) => {
+    const dir = hpsimDir(b.device);
+    if (typeof b.profile !== 'string' || !/^[a-z]+(:\d+)+$/.test(b.profile)) throw new Error('profile must look like fixed:50000 (tools/hpsim/README.md)');
+    try {
+      writeFileSync(`${dir}/profile`, b.profile);
+    } catch (e) {
+      throw new Error(`profile ${b.profile} refused by hpsim: ${e.code ?? e.message}`);
+    }
+    if (b.seed !== undefined) writeFileSync(`${dir}/seed`, int(b.seed, 0, 2 ** 32 - 1, 'seed'));
+    return hpsimState(dir);
+  },
+  'GET /hpsim/stats': async (_b, q) => hpsimState(hpsimDir(q.get('device'))),
+  // Idle guest time (the agent only waits): under icount the clock jumps over it at almost no host
+  // cost. The legacy session separates the model windows of successive runs of one exporter with it.
+  'POST /idle': async (b) => {
+    const ms = Number(int(b.ms, 1, 600_000, 'ms'));
+    const t0 = Date.now();
+    await new Promise((r) => setTimeout(r, ms));
+    return { ms: Date.now() - t0 };
   },
   'POST /file': async (b) => {
     if (!/^\/tmp\/hp-[\w.-]+$/.test(b.path ?? '')) throw new Error('only /tmp/hp-* files can be read');
@@ -359,7 +409,7 @@ const server = createServer(async (req, res) => {
     out = { error: `no route ${req.method} ${url.pathname}` };
   } else {
     try {
-      out = await route(body ? JSON.parse(body) : {});
+      out = await route(body ? JSON.parse(body) : {}, url.searchParams);
     } catch (e) {
       status = 400;
       out = { error: e instanceof Error ? e.message : String(e) };
@@ -368,6 +418,10 @@ const server = createServer(async (req, res) => {
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify(out));
 });
+// Idle keep-alive sockets stay open until the host closes them: Node's default 5 s keep-alive
+// timeout runs on the guest clock, which under icount jumps over idle time, so the guest closed
+// sockets the host's fetch was about to reuse ("other side closed" on an idempotent GET).
+server.keepAliveTimeout = 0;
 server.listen(PORT, '0.0.0.0', () => log(`listening on :${PORT}`));
 // The agent must outlive any single failed request: log (to the serial console) and carry on.
 process.on('uncaughtException', (e) => log(`uncaught: ${e.stack ?? e}`));

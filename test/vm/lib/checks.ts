@@ -1,10 +1,11 @@
-// The truth checks of the VM suite (issue 5), as pure functions over one session's runs.
+// The truth checks of the VM suite (issues 5 and 13), as pure functions over one session's runs.
 // Within-run checks (exporter vs driver of the same run, fentry twin vs tracepoint exporter on the
-// same run) must hold for every run or in the median; cross-run checks (traced vs untraced, model
-// vs actual) pair runs and judge the median ratio, since separate runs under TCG differ by noise
-// the product did not cause.
-import { runFigures, type RunFigures } from './figures.js';
-import type { PollMode, Scenario, Session, Tracing } from './session.js';
+// same run, exporter vs the simulated device's own counters) must hold for every run; cross-run
+// checks (traced vs untraced, model vs the classic run) pair runs of one boot and judge the median
+// over repetitions. In virtual time (icount) and on the simulated device, a run's figures depend
+// only on the instructions it executes, so the bounds are those of issue 13.
+import { parseHpsimStats, runFigures, type RunFigures } from './figures.js';
+import { TRACED, type PollMode, type Scenario, type Session, type Tracing } from './session.js';
 
 export interface CheckResult {
   /** check number of issue 5 and a short key, e.g. "2 count" */
@@ -21,14 +22,24 @@ export interface CheckResult {
 }
 
 export const BOUNDS = {
-  count: 0.02,
-  cpu: 0.1,
+  /** polled I/Os, sleeps: exporter vs driver or device, fentry vs tracepoint */
+  count: 0.005,
+  /** switched-out sleeps vs the driver's voluntary context switches */
+  switchOuts: 0.02,
+  /** the exporter's CPU accounting vs the poller's measured CPU: QD1, and deeper queues */
+  cpu: 0.05,
+  cpuDeep: 0.1,
   sleepsPerIo: 0.05,
   requestedSleep: 0.15,
-  pathTotals: 0.15,
-  unchanged: 0.1,
-  model: 0.15,
+  /** fentry vs tracepoint: spin and off-CPU time of the same run */
+  pathTotals: 0.1,
+  /** traced vs untraced: poller CPU, IOPS, sleeps per I/O */
+  unchanged: 0.05,
+  model: 0.1,
 } as const;
+
+/** The CPU-accounting bound of a scenario's queue depth. */
+export const cpuBound = (sc: Pick<Scenario, 'qd'>) => (sc.qd === 1 ? BOUNDS.cpu : BOUNDS.cpuDeep);
 
 const pct = (x: number) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%`;
 const us = (s: number | undefined) => (s === undefined || !Number.isFinite(s) ? String(s) : `${(s * 1e6).toFixed(2)} µs`);
@@ -80,12 +91,15 @@ export class SessionRuns {
 /** Check 1: what the exporter sees of the host and the hybrid ring (fentry path, hybrid run). */
 export function check1(s: SessionRuns, sc: Scenario): CheckResult[] {
   const runs = s.get(sc.id, 'fentry', 'hybrid');
+  // the guest's own debugfs, read by the agent at boot: hctxN/type of the device
+  const hctx = s.session.info.devices.find((d) => d.serial === sc.serial)?.hctx ?? {};
+  const pollHctx = Object.values(hctx).filter((t) => t === 'poll').length;
   const e = runs[0]?.exporter;
   const none = 'no scrape (fentry hybrid run missing)';
   const ring = e?.ring;
   return [
     { id: '1 era', scenario: sc.id, title: 'era detection', measured: e ? `era=${e.era}` : none, bound: 'iouring_hybrid', pass: e?.era === 'iouring_hybrid' },
-    { id: '1 poll hctx', scenario: sc.id, title: 'poll hctx count', measured: e ? `hw_queues{type=poll}=${e.pollHctx}` : none, bound: '2', pass: e?.pollHctx === 2 },
+    { id: '1 poll hctx', scenario: sc.id, title: 'poll hctx count', measured: e ? `hw_queues{type=poll}=${e.pollHctx}` : none, bound: `${pollHctx} (debugfs hctx*/type in the guest)`, pass: pollHctx > 0 && e?.pollHctx === pollHctx },
     { id: '1 io_poll', scenario: sc.id, title: 'queue/io_poll', measured: e ? `io_poll=${e.ioPoll}` : none, bound: '1', pass: e?.ioPoll === 1 },
     {
       id: '1 ring hpt',
@@ -148,6 +162,19 @@ export function tracepointCpu(session: Session): string[] {
   })));
 }
 
+/**
+ * The simulated device's own count of polled completions over the measured run against the
+ * exporter's polled I/Os: no I/O reaches the device between the two reads but the run's.
+ */
+function deviceCount(runs: RunFigures[]): Omit<CheckResult, 'id' | 'scenario' | 'title'> | undefined {
+  if (!runs.some((r) => r.device)) return undefined;
+  const c = everyRun(runs, (r) => {
+    const err = relErr(r.exporter?.polledIos, r.device?.completedPoll);
+    return { err, text: `exporter ${num(r.exporter?.polledIos)} vs device ${num(r.device?.completedPoll)} polled completions (${pct(err)}; ${num(r.device?.completedIrq)} by interrupt)` };
+  }, BOUNDS.count);
+  return { measured: c.measured, bound: `±${BOUNDS.count * 100}%`, pass: c.pass };
+}
+
 /** Check 2: classic poll on the fentry path: counts, no sleeps, spin CPU = the poller's CPU. */
 export function check2(s: SessionRuns, sc: Scenario): CheckResult[] {
   const runs = s.get(sc.id, 'fentry', 'poll');
@@ -155,6 +182,7 @@ export function check2(s: SessionRuns, sc: Scenario): CheckResult[] {
     const err = relErr(r.exporter?.polledIos, r.driver.ios);
     return { err, text: `exporter ${num(r.exporter?.polledIos)} vs driver ${r.driver.ios} (${pct(err)})` };
   }, BOUNDS.count);
+  const byDevice = deviceCount(runs);
   const sleeps = runs.map((r) => r.exporter?.sleeps);
   // The poller's CPU while it waits for completions (its polling phase, measured by the driver
   // itself). The exporter sees the poll loop; the syscall's entry and exit around it it cannot see:
@@ -169,11 +197,12 @@ export function check2(s: SessionRuns, sc: Scenario): CheckResult[] {
       text: `spin ${num(r.exporter?.spin?.sum, 3)} s + syscall residue ${num(res, 3)} s (${r.run.driver.cpu.wait_calls} calls × ${num(r.run.driver.cpu.empty_enter_ns / 1e3, 2)} µs) ` +
         `+ loop-edge BPF ${num(edge, 3)} s vs poller wait-phase CPU ${r.driver.waitCpuSeconds.toFixed(3)} s (${pct(err)}) [spin alone ${pct(relErr(r.exporter?.spin?.sum, r.driver.waitCpuSeconds))}; poller total CPU ${r.driver.cpuSeconds.toFixed(3)} s]`,
     };
-  }, BOUNDS.cpu);
+  }, cpuBound(sc));
   return [
     { id: '2 count', scenario: sc.id, title: 'classic: polled I/Os, exporter vs driver', measured: count.measured, bound: `±${BOUNDS.count * 100}%`, pass: count.pass },
+    ...(byDevice ? [{ ...byDevice, scenario: sc.id, id: '2 device count', title: 'classic: polled I/Os, exporter vs the device\'s polled completions' }] : []),
     { id: '2 sleeps', scenario: sc.id, title: 'classic: hybrid sleeps', measured: sleeps.map((x) => num(x)).join('; ') || 'no runs', bound: '0', pass: runs.length > 0 && sleeps.every((x) => x === 0) },
-    { id: '2 spin cpu', scenario: sc.id, title: "classic: exporter's spin CPU vs poller's polling CPU", measured: spin.measured, bound: `±${BOUNDS.cpu * 100}%`, pass: spin.pass },
+    { id: '2 spin cpu', scenario: sc.id, title: "classic: exporter's spin CPU vs poller's polling CPU", measured: spin.measured, bound: `±${cpuBound(sc) * 100}%`, pass: spin.pass },
   ];
 }
 
@@ -189,7 +218,12 @@ export function check3(s: SessionRuns, sc: Scenario): CheckResult[] {
   const out = everyRun(runs, (r) => {
     const err = relErr(r.exporter?.offcpu?.count, r.run.driver.ctxsw.voluntary);
     return { err, text: `${num(r.exporter?.offcpu?.count)} switched-out sleeps vs ${r.run.driver.ctxsw.voluntary} voluntary switches (${pct(err)})` };
+  }, BOUNDS.switchOuts);
+  const count = everyRun(runs, (r) => {
+    const err = relErr(r.exporter?.polledIos, r.driver.ios);
+    return { err, text: `exporter ${num(r.exporter?.polledIos)} vs driver ${r.driver.ios} (${pct(err)})` };
   }, BOUNDS.count);
+  const byDevice = deviceCount(runs);
   // hybrid_poll_time is a running minimum: the ring gauge read after the run is its final (lowest)
   // value, while the sleeps were requested along the way. The kernel's own hpt/2 averaged over the
   // run's sleeps is the exporter's current-sleep gauge (BPF reads ctx->hybrid_poll_time at every
@@ -211,16 +245,18 @@ export function check3(s: SessionRuns, sc: Scenario): CheckResult[] {
     return {
       err,
       text: `exporter ${us(r.exporter?.measuredCpuPerIo)}/IO + syscall residue ${us(res)}/IO + loop-edge BPF ${us(edge)}/IO vs poller wait phase ${us(r.driver.waitCpuPerIo)}/IO (${pct(err)}) ` +
-        `[poller total ${us(r.driver.cpuPerIo)}/IO; wake latency ${us(wl ? wl.sum / r.driver.ios : undefined)}/IO]`,
+        `[poller total ${us(r.driver.cpuPerIo)}/IO; wake latency ${us(wl ? wl.sum / r.driver.ios : undefined)}/IO, with it ${pct(relErr((r.exporter?.measuredCpuPerIo ?? NaN) + res + edge + (wl ? wl.sum / r.driver.ios : NaN), r.driver.waitCpuPerIo))}]`,
     };
-  }, BOUNDS.cpu);
+  }, cpuBound(sc));
   // At QD1 the kernel sleeps once per I/O; with several I/Os in flight one sleep serves a batch,
   // so "one per I/O" is a QD1 expectation (deeper queues are checked by the switch count alone).
   return [
+    { id: '3 count', scenario: sc.id, title: 'hybrid: polled I/Os, exporter vs driver', measured: count.measured, bound: `±${BOUNDS.count * 100}%`, pass: count.pass },
+    ...(byDevice ? [{ ...byDevice, scenario: sc.id, id: '3 device count', title: 'hybrid: polled I/Os, exporter vs the device\'s polled completions' }] : []),
     ...(sc.qd === 1 ? [{ id: '3 sleeps/IO', scenario: sc.id, title: 'hybrid: sleeps per I/O', measured: perIo.measured, bound: `1 ±${BOUNDS.sleepsPerIo}`, pass: perIo.pass }] : []),
-    { id: '3 switch-outs', scenario: sc.id, title: "hybrid: switched-out sleeps vs driver's voluntary switches", measured: out.measured, bound: `±${BOUNDS.count * 100}%`, pass: out.pass },
+    { id: '3 switch-outs', scenario: sc.id, title: "hybrid: switched-out sleeps vs driver's voluntary switches", measured: out.measured, bound: `±${BOUNDS.switchOuts * 100}%`, pass: out.pass },
     { id: '3 requested', scenario: sc.id, title: 'hybrid: requested sleep vs hybrid_poll_time/2', measured: req.measured, bound: `±${BOUNDS.requestedSleep * 100}%`, pass: req.pass },
-    { id: '3 cpu', scenario: sc.id, title: "hybrid: exporter's measured CPU (spin + sleep/wake) vs poller's polling CPU", measured: cpu.measured, bound: `±${BOUNDS.cpu * 100}%`, pass: cpu.pass },
+    { id: '3 cpu', scenario: sc.id, title: "hybrid: exporter's measured CPU (spin + sleep/wake) vs poller's polling CPU", measured: cpu.measured, bound: `±${cpuBound(sc) * 100}%`, pass: cpu.pass },
   ];
 }
 
@@ -234,6 +270,7 @@ function paired(pairs: [RunFigures, RunFigures][], f: (a: RunFigures, b: RunFigu
 /** Check 4: fentry and tracepoint paths agree; neither changes the workload. */
 export function check4(s: SessionRuns, sc: Scenario): CheckResult[] {
   const out: CheckResult[] = [];
+  const paths = s.session.paths ?? TRACED;
   const diff = (e: number) => `${e >= 0 ? '+' : ''}${(e * 100).toFixed(2)} pts`;
   for (const mode of ['poll', 'hybrid'] as const) {
     // The tracepoint exporter's runs, each with a fentry twin loader measuring the same run: the
@@ -244,142 +281,170 @@ export function check4(s: SessionRuns, sc: Scenario): CheckResult[] {
       const m = median(errs);
       return { measured: errs.length ? `${errs.map(fmt).join(', ')}${errs.length > 1 ? ` (median ${fmt(m)})` : ''}` : 'no tracepoint runs', pass: within(m, tol) };
     };
-    const c = same((r) => ((r.twin?.polledIos ?? NaN) - (r.exporter?.polledIos ?? NaN)) / r.driver.ios, BOUNDS.count, diff);
-    out.push({ id: '4 counts', scenario: sc.id, title: `${mode}: polled/driver I/Os, fentry − tracepoint (same run)`, measured: c.measured, bound: `±${BOUNDS.count * 100} pts`, pass: c.pass });
-    if (mode === 'hybrid') {
-      const sl = same((r) => ((r.twin?.sleeps ?? NaN) - (r.exporter?.sleeps ?? NaN)) / r.driver.ios, BOUNDS.count, diff);
-      out.push({ id: '4 counts', scenario: sc.id, title: 'hybrid: sleeps per I/O, fentry − tracepoint (same run)', measured: sl.measured, bound: `±${BOUNDS.count * 100} pts`, pass: sl.pass });
-      const off = same((r) => relErr(r.exporter?.offcpu?.sum, r.twin?.offcpu.sum), BOUNDS.pathTotals);
-      out.push({ id: '4 totals', scenario: sc.id, title: 'hybrid: sleep (off-CPU) time, tracepoint vs fentry (same run)', measured: off.measured, bound: `±${BOUNDS.pathTotals * 100}%`, pass: off.pass });
-      // Spin of loops that slept, wake-up → completion: what both paths measure (fentry to the end
-      // of the pass that reaps it, tracepoint to the completion event); fentry's spin of loops that
-      // did not sleep has no tracepoint counterpart.
-      const spin = same((r) => relErr(r.exporter?.spinAfterSleep?.sum, r.twin?.spinAfterSleep.sum), BOUNDS.pathTotals);
-      out.push({ id: '4 totals', scenario: sc.id, title: 'hybrid: spin after sleeps (wake-up → completion), tracepoint vs fentry (same run)', measured: spin.measured, bound: `±${BOUNDS.pathTotals * 100}%`, pass: spin.pass });
+    // The same-run comparisons need the tracepoint exporter's runs (not in the CI profile).
+    if (paths.includes('tracepoint')) {
+      const c = same((r) => ((r.twin?.polledIos ?? NaN) - (r.exporter?.polledIos ?? NaN)) / r.driver.ios, BOUNDS.count, diff);
+      out.push({ id: '4 counts', scenario: sc.id, title: `${mode}: polled/driver I/Os, fentry − tracepoint (same run)`, measured: c.measured, bound: `±${BOUNDS.count * 100} pts`, pass: c.pass });
+      if (mode === 'hybrid') {
+        const sl = same((r) => ((r.twin?.sleeps ?? NaN) - (r.exporter?.sleeps ?? NaN)) / r.driver.ios, BOUNDS.count, diff);
+        out.push({ id: '4 counts', scenario: sc.id, title: 'hybrid: sleeps per I/O, fentry − tracepoint (same run)', measured: sl.measured, bound: `±${BOUNDS.count * 100} pts`, pass: sl.pass });
+        const off = same((r) => relErr(r.exporter?.offcpu?.sum, r.twin?.offcpu.sum), BOUNDS.pathTotals);
+        out.push({ id: '4 totals', scenario: sc.id, title: 'hybrid: sleep (off-CPU) time, tracepoint vs fentry (same run)', measured: off.measured, bound: `±${BOUNDS.pathTotals * 100}%`, pass: off.pass });
+        // Spin of loops that slept, wake-up → completion: what both paths measure (fentry to the end
+        // of the pass that reaps it, tracepoint to the completion event); fentry's spin of loops that
+        // did not sleep has no tracepoint counterpart.
+        const spin = same((r) => relErr(r.exporter?.spinAfterSleep?.sum, r.twin?.spinAfterSleep.sum), BOUNDS.pathTotals);
+        out.push({ id: '4 totals', scenario: sc.id, title: 'hybrid: spin after sleeps (wake-up → completion), tracepoint vs fentry (same run)', measured: spin.measured, bound: `±${BOUNDS.pathTotals * 100}%`, pass: spin.pass });
+      }
     }
-    for (const tracing of ['fentry', 'tracepoint'] as const) {
+    // Only on the simulated, seed-scaled devices: QEMU's NVMe completes on the host's clock, so its
+    // untraced runs of one boot differ by more than the bound (20% seen) whatever is attached.
+    for (const tracing of sc.model ? paths : []) {
       const tu = s.abPairs(sc.id, tracing, mode);
-      // A closed loop at fixed depth runs at IOPS = depth / latency. The emulated host stalls the
-      // guest now and then (other processes on its two cores): a stall lands whole in a run's
-      // wall time, hence in its IOPS (the untraced runs alone differ by up to 2× in one boot),
-      // but in few of its I/Os' latencies. So the IOPS change is judged as p50(untraced) /
-      // p50(traced) − 1 per pair; the raw IOPS ratios are shown beside.
-      const iops = paired(tu, (a, b) => relErr(b.driver.p50us, a.driver.p50us), BOUNDS.unchanged);
-      const rawIops = paired(tu, (a, b) => relErr(a.driver.iops, b.driver.iops), Infinity);
-      const cpu = paired(tu, (a, b) => relErr(a.driver.cpuUtil, b.driver.cpuUtil), BOUNDS.unchanged);
-      // Sleeps per I/O is ~0 in classic mode: compare in absolute terms (0.1 sleeps per I/O).
+      // In virtual time a run's wall time is its instructions: IOPS (on the guest clock) and CPU
+      // per I/O of the same seeded workload differ only by what the attached programs execute.
+      const iops = paired(tu, (a, b) => relErr(a.driver.iops, b.driver.iops), BOUNDS.unchanged);
+      const cpu = paired(tu, (a, b) => relErr(a.driver.cpuPerIo, b.driver.cpuPerIo), BOUNDS.unchanged);
+      // Sleeps per I/O is 0 in classic mode: compared in absolute terms (0.05 sleeps per I/O = 5% of hybrid's 1).
       const spi = paired(tu, (a, b) => a.driver.sleepsPerIo - b.driver.sleepsPerIo, BOUNDS.unchanged, (e) => `${e >= 0 ? '+' : ''}${e.toFixed(3)}/IO`);
+      const shown = (f: (r: RunFigures) => string) => tu.map(([a, b]) => `${f(a)} traced / ${f(b)} untraced`).join('; ');
       const t = `${mode} under ${tracing} vs untraced`;
-      out.push({ id: '4 unchanged', scenario: sc.id, title: `${t}: IOPS (depth / p50 latency)`, measured: `${iops.measured} [raw IOPS ${rawIops.measured}]`, bound: `±${BOUNDS.unchanged * 100}%`, pass: iops.pass });
-      out.push({ id: '4 unchanged', scenario: sc.id, title: `${t}: poller CPU`, measured: cpu.measured, bound: `±${BOUNDS.unchanged * 100}%`, pass: cpu.pass });
-      out.push({ id: '4 unchanged', scenario: sc.id, title: `${t}: sleeps (vol. switches) per I/O`, measured: spi.measured, bound: `±${BOUNDS.unchanged}/IO`, pass: spi.pass });
+      // Premise: without tracing the workload repeats within the bound. The untraced runs of this
+      // scenario and mode (every pair, every path) are compared with each other; where they differ
+      // by more than the bound (io_uring hybrid: the ring's first samples fix its sleep), a
+      // traced-vs-untraced difference of that size cannot be told from the workload's own.
+      const base = baseline(s, sc.id, mode);
+      const gate = (spread: number, what: string) => (base.runs >= 2 && spread > BOUNDS.unchanged
+        ? { skipped: `premise violated: the ${base.runs} untraced runs of this boot differ by ${pct(spread)} in ${what} (> ±${BOUNDS.unchanged * 100}%)` } : {});
+      const rep = base.runs >= 2 ? ` {untraced runs: ${base.runs}, spread IOPS ${pct(base.iops)}, CPU ${pct(base.cpu)}, sleeps ${base.sleeps.toFixed(3)}/IO}` : ' {one untraced run: its repeatability not measured}';
+      out.push({ id: '4 unchanged', scenario: sc.id, title: `${t}: IOPS`, measured: `${iops.measured} [${shown((r) => r.driver.iops.toFixed(0))}]${rep}`, bound: `±${BOUNDS.unchanged * 100}%`, pass: iops.pass, ...gate(base.iops, 'IOPS') });
+      out.push({ id: '4 unchanged', scenario: sc.id, title: `${t}: poller CPU per I/O`, measured: `${cpu.measured} [${shown((r) => us(r.driver.cpuPerIo))}]${rep}`, bound: `±${BOUNDS.unchanged * 100}%`, pass: cpu.pass, ...gate(base.cpu, 'CPU per I/O') });
+      out.push({ id: '4 unchanged', scenario: sc.id, title: `${t}: sleeps (vol. switches) per I/O`, measured: `${spi.measured}${rep}`, bound: `±${BOUNDS.unchanged}/IO`, pass: spi.pass,
+        ...(base.runs >= 2 && base.sleeps > BOUNDS.unchanged ? { skipped: `premise violated: the ${base.runs} untraced runs of this boot differ by ${base.sleeps.toFixed(3)} sleeps per I/O (> ${BOUNDS.unchanged}/IO)` } : {}) });
     }
   }
   return out;
+}
+
+/** How much the untraced (detached) A/B runs of one scenario and mode differ among themselves: max/min − 1. */
+export function baseline(s: SessionRuns, scenario: string, mode: PollMode): { runs: number; iops: number; cpu: number; sleeps: number } {
+  const u = s.figures.filter((f) => f.run.ab && f.run.tracing === 'untraced' && f.run.scenario === scenario && f.run.mode === mode);
+  const spread = (v: number[]) => (v.length < 2 ? 0 : Math.max(...v) / Math.min(...v) - 1);
+  const sl = u.map((r) => r.driver.sleepsPerIo);
+  return { runs: u.length, iops: spread(u.map((r) => r.driver.iops)), cpu: spread(u.map((r) => r.driver.cpuPerIo)), sleeps: sl.length < 2 ? 0 : Math.max(...sl) - Math.min(...sl) };
 }
 
 /** Most slept I/Os censored: F_D is then mostly bounded from above, not measured. */
 export const MAX_CENSORED = 0.5;
 
 /**
- * The model's premises, from the session's own data: (a) the device time does not depend on the
- * poller: the classic run's mean issue → reaped (≈ D, the poller spins from the start) must not
- * exceed the hybrid run's mean issue → found (≥ D of every I/O) by more than the check's bound;
- * (b) F_D is measured: at most MAX_CENSORED of the slept I/Os were already complete at wake-up;
- * (c) the model reproduces the run it was fed: its own self-check (modelled cpu(current) against
- * the measured CPU per I/O of the hybrid run) within the check's bound. A model whose inputs do not
- * explain the run they came from cannot be asked about another policy.
+ * The model's premises, from the session's own data, shown beside check 5 (which is not gated on
+ * them: on the simulated device they must hold, and when they do not the check's failure says
+ * why): (a) the device time does not depend on the poller: the device's own mean service time is
+ * the same in the hybrid and the classic run (hpsim's stats; same seed, same draws); (b) F_D is
+ * measured: at most MAX_CENSORED of the slept I/Os were already complete at wake-up.
  */
 export function modelPremises(h: RunFigures, c: RunFigures): { holds: boolean; evidence: string } {
-  const dC = c.exporter?.ioLatency?.mean;
-  const dH = h.exporter?.ioLatency?.mean;
+  const dH = h.device?.serviceMean;
+  const dC = c.device?.serviceMean;
   const dependent = relErr(dC, dH);
   const judged = (h.exporter?.overslept ?? 0) + (h.exporter?.spun ?? 0);
   const censored = judged > 0 ? (h.exporter?.overslept ?? 0) / judged : NaN;
-  const a = Number.isFinite(dependent) && dependent <= BOUNDS.model;
+  const a = within(dependent, BOUNDS.count);
   const b = Number.isFinite(censored) && censored <= MAX_CENSORED;
-  const self = h.exporter?.modelSelfError;
-  const fits = self !== undefined && within(self, BOUNDS.model);
   return {
-    holds: a && b && fits,
-    evidence: `device time: classic issue→reaped ${us(dC)} vs hybrid issue→found ${us(dH)} (${pct(dependent)}; ${a ? 'consistent with D independent of the poller' : 'the classic run\'s device was slower than every hybrid I/O took to be found: D depends on the poller'}); ` +
-      `censored ${num(h.exporter?.overslept)} of ${judged} slept I/Os (${Number.isFinite(censored) ? `${(censored * 100).toFixed(0)}%` : 'n/a'}${b ? '' : `, over ${MAX_CENSORED * 100}%: F_D not measured`}); ` +
-      `self-check on the hybrid run ${self === undefined ? 'absent' : pct(self)}${fits ? '' : ': the model does not reproduce the run it was fed'}`,
+    holds: a && b,
+    evidence: `device mean service time: hybrid run ${us(dH)}, classic run ${us(dC)} (${pct(dependent)}${a ? '' : ': D depends on the poller'}); ` +
+      `censored ${num(h.exporter?.overslept)} of ${judged} slept I/Os (${Number.isFinite(censored) ? `${(censored * 100).toFixed(0)}%` : 'n/a'}${b ? '' : `, over ${MAX_CENSORED * 100}%: F_D not measured`})`,
   };
 }
 
 /**
- * Check 5: the model fed the hybrid run predicts the classic run's CPU per I/O. Its premises are
- * checked first (modelPremises): where they fail under TCG the check is skipped loudly with the
- * evidence; under KVM, or where they hold, it runs in full.
+ * Check 5 (simulated devices only: QEMU's NVMe times its latency on the host clock): the model fed
+ * the hybrid run (fentry path) reproduces it (self-check), knows the device's mean time (against
+ * the device's own mean over the run, plus nothing: E[D] is issue → found, so the software path
+ * from the deadline to the completing poll is in it and shows as a small positive error), and
+ * predicts the classic run's CPU per I/O.
  */
-export function check5(s: SessionRuns, sc: Scenario, accel = 'tcg'): CheckResult[] {
+export function check5(s: SessionRuns, sc: Scenario): CheckResult[] {
+  const rows = check5Rows(s, sc);
+  // The model is exact for one I/O in flight and an approximation beyond (src/model/README.md,
+  // "QD1 is exact"; the model at depth is issue 15): deeper runs are shown, not judged.
+  if (sc.qd === 1) return rows;
+  const why = `premise: the model is a QD1 model (src/model/README.md "QD1 is exact, QD > 1 is an approximation"; depth is issue 15); this run is QD${sc.qd}`;
+  return rows.map((c) => (c.id === '5 reports' ? c : { ...c, skipped: why }));
+}
+
+function check5Rows(s: SessionRuns, sc: Scenario): CheckResult[] {
   const pairs = s.pairs(sc.id, ['fentry', 'hybrid'], ['fentry', 'poll']);
   const pred = paired(pairs, (h, c) => relErr(h.exporter?.modelClassicCpuPerIo, c.driver.waitCpuPerIo), BOUNDS.model);
   const premises = pairs.map(([h, c]) => modelPremises(h, c));
-  const failed = premises.filter((p) => !p.holds);
-  const skipped = accel !== 'kvm' && pairs.length > 0 && failed.length > 0
-    ? `model premises violated under ${accel} in ${failed.length} of ${pairs.length} repetitions: ${failed.map((p) => p.evidence).join(' | ')}`
-    : undefined;
-  const detail = pairs.map(([h, c], i) => `predicted ${us(h.exporter?.modelClassicCpuPerIo)}/IO vs classic run's polling CPU ${us(c.driver.waitCpuPerIo)}/IO [total ${us(c.driver.cpuPerIo)}/IO; ${premises[i]!.evidence}]`).join('; ');
+  const detail = pairs.map(([h, c], i) => `predicted ${us(h.exporter?.modelClassicCpuPerIo)}/IO vs classic run's polling CPU ${us(c.driver.waitCpuPerIo)}/IO [total ${us(c.driver.cpuPerIo)}/IO; premises ${premises[i]!.holds ? 'hold' : 'VIOLATED'}: ${premises[i]!.evidence}]`).join('; ');
   const h = s.get(sc.id, 'fentry', 'hybrid');
+  const self = everyRun(h, (r) => ({ err: r.exporter?.modelSelfError ?? NaN, text: `cpu(current) vs measured CPU per I/O ${pct(r.exporter?.modelSelfError ?? NaN)} (measured ${us(r.exporter?.measuredCpuPerIo)}/IO)` }), BOUNDS.model);
+  const meanD = everyRun(h, (r) => {
+    const err = relErr(r.exporter?.modelMeanDeviceTime, r.device?.serviceMean);
+    return { err, text: `model E[D] ${us(r.exporter?.modelMeanDeviceTime)} vs device mean ${us(r.device?.serviceMean)} (${pct(err)})` };
+  }, BOUNDS.model);
   const reported = h.map((r) => `efficiency ${num(r.exporter?.efficiency, 3)}, wasted ${num(r.exporter?.wastedCores, 4)} cores, sleep ${us(r.exporter?.currentSleep)} vs optimal ${us(r.exporter?.optimalSleep)}`);
   const finite = (x: number | undefined) => x !== undefined && Number.isFinite(x);
   // η = (cpu(0) − cpu(current)) / (cpu(0) − cpu(best)) has no value when the best static sleep is 0
   // (0/0); the model documents that it is then absent, and the optimal sleep of 0 says why.
   const efficiencyShown = (r: RunFigures) => finite(r.exporter?.efficiency) || (r.exporter?.efficiency === undefined && r.exporter?.optimalSleep === 0);
   return [
-    { id: '5 model', scenario: sc.id, title: 'model (fed hybrid) predicts classic CPU per I/O', measured: `${detail}: ${pred.measured}`, bound: `±${BOUNDS.model * 100}% (premises: D independent of the poller, ≤ ${MAX_CENSORED * 100}% censored, self-check within ±${BOUNDS.model * 100}%)`, pass: pred.pass, ...(skipped ? { skipped } : {}) },
+    { id: '5 self-check', scenario: sc.id, title: 'model reproduces the hybrid run it was fed (self-check)', measured: self.measured, bound: `±${BOUNDS.model * 100}%`, pass: self.pass },
+    { id: '5 device time', scenario: sc.id, title: "model's mean device time vs the device's own", measured: meanD.measured, bound: `±${BOUNDS.model * 100}%`, pass: meanD.pass },
+    { id: '5 model', scenario: sc.id, title: 'model (fed hybrid) predicts classic CPU per I/O', measured: `${detail}: ${pred.measured}`, bound: `±${BOUNDS.model * 100}%`, pass: pred.pass },
     { id: '5 reports', scenario: sc.id, title: 'model reports efficiency and wasted CPU', measured: reported.join('; ') || 'no runs', bound: 'wasted finite; efficiency finite, or absent with optimal sleep 0', pass: h.length > 0 && h.every((r) => efficiencyShown(r) && finite(r.exporter?.wastedCores)) },
   ];
 }
 
 /** Not in the issue's list, but a loader that leaks programs would disturb every later run. */
-export function checkCleanup(s: SessionRuns, sc: Scenario): CheckResult[] {
-  const stops = s.figures.filter((f) => !f.run.ab && f.run.scenario === sc.id && f.run.tracing !== 'untraced' && f.run.mode === 'poll');
-  const left = stops.map((f) => {
-    const p = f.run.exporterStop?.bpfPrograms;
-    return Array.isArray(p) ? p.filter((x: { type?: string }) => x.type === 'tracing' || x.type === 'raw_tracepoint' || x.type === 'tracepoint' || x.type === 'kprobe') : [{ error: p }];
-  });
+export function checkCleanup(s: SessionRuns): CheckResult[] {
+  const stops = [...new Map(s.figures.filter((f) => f.run.exporterStop).map((f) => [`${f.run.rep} ${f.run.tracing}`, f.run])).values()];
+  const ours = (p: unknown) => (Array.isArray(p) ? p.filter((x: { type?: string }) => x.type === 'tracing' || x.type === 'raw_tracepoint' || x.type === 'tracepoint' || x.type === 'kprobe') : [{ error: p }]);
+  const atExit = stops.map((r) => ours(r.exporterStop?.bpfPrograms));
+  // programs freed asynchronously after the exit are gone 2 s later; a leak is not
+  const left = stops.map((r, i) => (r.exporterStop?.bpfProgramsLater === undefined ? atExit[i]! : ours(r.exporterStop.bpfProgramsLater)));
   return [{
     id: 'cleanup',
-    scenario: sc.id,
+    scenario: 'session',
     title: 'exporter stop leaves no BPF programs loaded',
-    measured: stops.map((f, i) => `${f.run.tracing}: exit ${JSON.stringify(f.run.exporterStop?.exit)}, ${left[i]!.length} programs left`).join('; ') || 'no traced runs',
+    measured: stops.map((r, i) => `rep ${r.rep} ${r.tracing}: exit ${JSON.stringify(r.exporterStop?.exit)}, ${left[i]!.length} programs left` +
+      (r.exporterStop?.bpfProgramsLater === undefined ? '' : ` 2 s after the exit (${atExit[i]!.length} right at it: ${atExit[i]!.map((x: { name?: string }) => x.name).join(', ')})`)).join('; ') || 'no traced runs',
     bound: '0 programs, exit 0',
-    pass: stops.length > 0 && left.every((l) => l.length === 0) && stops.every((f) => f.run.exporterStop?.exit?.code === 0),
+    pass: stops.length > 0 && left.every((l) => l.length === 0) && stops.every((r) => r.exporterStop?.exit?.code === 0),
   }];
 }
 
-/** Every check for every scenario; scenarios after the first are check 6 (latency, QD>1). */
+/** Every check for every scenario (check 1 on the first; check 5 where the device's time is simulated). */
 export function allChecks(session: Session): CheckResult[] {
   const s = new SessionRuns(session);
-  return session.scenarios.flatMap((sc, i) => {
-    const list = [...(i === 0 ? check1(s, sc) : []), ...check2(s, sc), ...check3(s, sc), ...check4(s, sc), ...check5(s, sc, session.accel), ...checkCleanup(s, sc)];
-    return i === 0 ? list : list.map((c) => ({ ...c, id: `6/${c.id}` }));
-  });
+  return [
+    ...session.scenarios.flatMap((sc, i) => [...(i === 0 ? check1(s, sc) : []), ...check2(s, sc), ...check3(s, sc), ...check4(s, sc), ...(sc.model ? check5(s, sc) : [])]),
+    ...checkCleanup(s),
+  ];
 }
 
 /**
- * Not a check: how much the untraced baseline itself moved between repetitions of one boot. The
- * "unchanged" bounds of check 4 mean little when this is larger than they are.
+ * Not a check: where io_uring's hybrid sleep converges at QD1 (src/model/README.md, iouring_half_min),
+ * per device profile: the ring's final hybrid_poll_time/2 (the sleep every later I/O gets), the
+ * mean the kernel requested over the run, against the device's own mean and minimum service time,
+ * and, for the checked scenarios, the model's iouring_half_min sleep on the same run.
  */
-export function noiseFloor(session: Session): string[] {
+export function convergence(session: Session): string[] {
   const s = new SessionRuns(session);
-  const lines: string[] = [];
-  for (const sc of session.scenarios) {
-    for (const mode of ['hybrid', 'poll'] as const) {
-      const u = s.figures.filter((f) => f.run.ab && f.run.tracing === 'untraced' && f.run.scenario === sc.id && f.run.mode === mode);
-      if (u.length < 2) continue;
-      const spread = (f: (r: RunFigures) => number) => {
-        const v = u.map(f);
-        return `${((Math.max(...v) / Math.min(...v) - 1) * 100).toFixed(0)}%`;
-      };
-      lines.push(`${sc.id} ${mode} untraced (BPF detached), ${u.length} A/B runs: IOPS ${u.map((r) => Math.round(r.driver.iops)).join(' / ')} (max/min − 1 = ${spread((r) => r.driver.iops)}), ` +
-        `poller CPU ${u.map((r) => `${(r.driver.cpuUtil * 100).toFixed(0)}%`).join(' / ')} (${spread((r) => r.driver.cpuUtil)}), sleeps per I/O ${u.map((r) => r.driver.sleepsPerIo.toFixed(2)).join(' / ')}`);
-    }
-  }
-  return lines;
+  const runs = s.figures.filter((f) => !f.run.ab && f.run.tracing === 'fentry' && f.run.mode === 'hybrid' && f.device && session.scenarios.find((x) => x.id === f.run.scenario)?.qd !== 4 && (f.run.scenario.startsWith('sweep') || session.scenarios.find((x) => x.id === f.run.scenario)?.qd === 1));
+  return runs.map((r) => {
+    const hpt = r.exporter?.ring?.hybridPollTimeSeconds;
+    const final = hpt === undefined ? NaN : hpt / 2;
+    const mean = r.device!.serviceMean;
+    const minD = parseHpsimStats(r.run.hpsim!.after).service_ns_min;
+    const model = r.run.scenario.startsWith('sweep') ? '' : `; model iouring_half_min ${us(r.exporter?.modelIouringSleep)}`;
+    return `${r.run.scenario}: final sleep ${us(final)} = ${((final / mean) * 100).toFixed(1)}% of the device mean ${us(mean)} (D/4 = ${us(mean / 4)}), ` +
+      `mean requested ${us(r.exporter?.sleepRequested?.mean)}, kernel hpt/2 over the run ${us(r.exporter?.currentSleep)}, ` +
+      `device min ${us(minD === undefined ? undefined : minD / 1e9)}, p50 issue→reaped ${r.driver.p50us.toFixed(2)} µs, sleeps/IO ${r.driver.sleepsPerIo.toFixed(3)}${model}`;
+  });
 }
 
 /** Not a check: the BPF programs' CPU per I/O (kernel.bpf_stats_enabled during the checked runs). */

@@ -31,6 +31,10 @@ export interface ExporterFigures {
   modelClassicCpuPerIo: number | undefined;
   efficiency: number | undefined;
   wastedCores: number | undefined;
+  /** the sleep the model's iouring_half_min policy predicts for the kernel */
+  modelIouringSleep: number | undefined;
+  /** the model's E[D]: twice its blkmq_half_mean sleep (that policy sleeps E[D]/2) */
+  modelMeanDeviceTime: number | undefined;
   /** the model's self-check: modelled cpu(current) / measured CPU per I/O − 1 */
   modelSelfError: number | undefined;
   currentSleep: number | undefined;
@@ -73,9 +77,35 @@ export interface TwinFigures {
   programSeconds: Record<string, number>;
 }
 
+/** What a simulated device (tools/hpsim) itself counted over the measured run: the truth of its time. */
+export interface DeviceTruth {
+  issued: number;
+  completedPoll: number;
+  completedIrq: number;
+  /** mean service time the device drew (service_ns_sum / issued), seconds */
+  serviceMean: number;
+}
+
+/** hpsim's stats line, `issued=… completed_irq=… …`, as numbers. */
+export function parseHpsimStats(line: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const m of line.matchAll(/(\w+)=(-?\d+)/g)) out[m[1]!] = Number(m[2]);
+  return out;
+}
+
+export function deviceTruth(h: { before: string; after: string }): DeviceTruth {
+  const b = parseHpsimStats(h.before);
+  const a = parseHpsimStats(h.after);
+  const d = (k: string) => (a[k] ?? NaN) - (b[k] ?? NaN);
+  const issued = d('issued');
+  return { issued, completedPoll: d('completed_poll'), completedIrq: d('completed_irq'), serviceMean: issued > 0 ? d('service_ns_sum') / issued / 1e9 : NaN };
+}
+
 export interface RunFigures {
   run: RunRecord;
   driver: DriverFigures;
+  /** simulated devices only */
+  device: DeviceTruth | undefined;
   exporter: ExporterFigures | undefined;
   twin: TwinFigures | undefined;
 }
@@ -154,6 +184,8 @@ export function exporterFigures(r: RunRecord, majmin?: string): ExporterFigures 
     efficiency: value(a, 'hybridpoll_sleep_efficiency_ratio', dev),
     wastedCores: value(a, 'hybridpoll_wasted_cpu_cores', dev),
     modelSelfError: value(a, 'hybridpoll_model_cpu_error_ratio', dev),
+    modelIouringSleep: value(a, 'hybridpoll_policy_sleep_seconds', { ...dev, policy: 'iouring_half_min' }),
+    modelMeanDeviceTime: ((h) => (h === undefined ? undefined : 2 * h))(value(a, 'hybridpoll_policy_sleep_seconds', { ...dev, policy: 'blkmq_half_mean' })),
     currentSleep: value(a, 'hybridpoll_current_sleep_seconds', dev),
     optimalSleep: value(a, 'hybridpoll_optimal_sleep_seconds', dev),
     programSeconds: Object.fromEntries(select(a, 'hybridpoll_bpf_program_run_seconds_total').map((x) => {
@@ -170,5 +202,5 @@ export function exporterFigures(r: RunRecord, majmin?: string): ExporterFigures 
 
 /** majmin: the run's device as "major:minor" (the loader's key), for the twin's figures. */
 export function runFigures(r: RunRecord, majmin?: string): RunFigures {
-  return { run: r, driver: driverFigures(r), exporter: exporterFigures(r, majmin), twin: r.twin && majmin ? twinFigures(r.twin.before, r.twin.after, majmin) : undefined };
+  return { run: r, driver: driverFigures(r), device: r.hpsim ? deviceTruth(r.hpsim) : undefined, exporter: exporterFigures(r, majmin), twin: r.twin && majmin ? twinFigures(r.twin.before, r.twin.after, majmin) : undefined };
 }

@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Accel } from './accel.js';
@@ -16,6 +17,8 @@ export interface GuestImages {
   project: string;
   kernelRelease: string;
   loader: boolean;
+  /** the project disk carries /opt/hp/modules/hpsim.ko (tools/hpsim), built for this kernel */
+  hpsim?: boolean;
   rootKey: string;
   projectKey: string;
 }
@@ -33,7 +36,16 @@ export interface BootOptions {
   smp: number;
   memMiB: number;
   pollQueues: number;
+  /** QEMU NVMe controllers; may be empty (then the guest does not wait for nvme) */
   nvme: NvmeSpec[];
+  /**
+   * Virtual time: QEMU's -icount shift=0,sleep=off,align=off, one guest nanosecond per executed
+   * instruction, idle time skipped. TCG only; default true with TCG, never with KVM.
+   */
+  icount?: boolean;
+  /** insmod parameters of the hpsim module (tools/hpsim), e.g. "nr_devices=1 profiles=fixed:50000";
+   * the guest's default when absent: "nr_devices=2 poll_queues=1 profiles=fixed:50000" */
+  hpsim?: string;
   log: (msg: string) => void;
   bootTimeoutMs: number;
   /** appended to the kernel command line */
@@ -50,6 +62,8 @@ export interface GuestDevice {
   io_poll_delay: string | null;
   max_sectors_kb: string | null;
   hctx: Record<string, string | null>;
+  /** hpsim devices only: their /sys/block/hpsimN/hpsim/ files */
+  hpsim?: { profile: string | null; seed: string | null; stats: string | null };
 }
 
 export interface GuestInfo {
@@ -57,6 +71,8 @@ export interface GuestInfo {
   cmdline: string;
   nproc: number;
   pollQueuesParam: string | null;
+  /** /sys/module/hpsim/parameters/* when the module is loaded (hpsim.poll_queues stands where nvme.poll_queues does) */
+  hpsimParams?: Record<string, string | null> | null;
   node: string;
   loader: boolean;
   devices: GuestDevice[];
@@ -77,17 +93,34 @@ async function freePort(): Promise<number> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Whether a boot runs in virtual time (icount): TCG only, on unless switched off. */
+export function usesIcount(o: Pick<BootOptions, 'accel' | 'icount'>): boolean {
+  if (o.accel === 'kvm' && o.icount) throw new Error('icount (virtual time) needs TCG, not KVM');
+  return o.accel === 'tcg' && o.icount !== false;
+}
+
+export function kernelCmdline(o: Pick<BootOptions, 'pollQueues' | 'hpsim' | 'extraCmdline'>): string {
+  const parts = ['root=/dev/vda rw console=ttyS0 quiet loglevel=4 panic=-1 init=/sbin/lab-init', `nvme.poll_queues=${o.pollQueues}`];
+  // base64: the parameter string has spaces and ';', which the kernel command line would split.
+  if (o.hpsim !== undefined) parts.push(`hpvm.hpsim=${Buffer.from(o.hpsim).toString('base64')}`);
+  if (o.extraCmdline) parts.push(o.extraCmdline);
+  return parts.join(' ');
+}
+
 export function qemuArgs(o: BootOptions, ports: { agent: number; exporter: number }, consoleLog: string): string[] {
   // TCG runs both vCPUs on one host thread (thread=single): with one thread per vCPU (the default
   // thread=multi) the guest kernel's int3-based live patching (text_poke, used when BPF programs and
   // tracepoints attach) raced with stale translated code on the other vCPU and the guest oopsed in
-  // __schedule ("Oops: int3") in about one exporter start in seventy, and once at boot.
+  // __schedule ("Oops: int3") in about one exporter start in seventy, and once at boot. icount
+  // needs single-threaded TCG anyway. sleep=off: idle guest time is skipped, not waited for in
+  // real time; align=off: the guest clock does not try to follow the host's.
   const accel = o.accel === 'kvm' ? ['-accel', 'kvm', '-cpu', 'host'] : ['-accel', 'tcg,thread=single', '-cpu', 'max'];
+  if (usesIcount(o)) accel.push('-icount', 'shift=0,sleep=off,align=off');
   const args = [
     ...accel,
     '-m', String(o.memMiB), '-smp', String(o.smp), '-no-reboot', '-nodefaults', '-display', 'none',
     '-kernel', o.images.kernel, '-initrd', o.images.initrd,
-    '-append', `root=/dev/vda rw console=ttyS0 quiet loglevel=4 panic=-1 init=/sbin/lab-init nvme.poll_queues=${o.pollQueues}${o.extraCmdline ? ` ${o.extraCmdline}` : ''}`,
+    '-append', kernelCmdline(o),
     // The cached images stay pristine: root writes go to a throw-away overlay, the project disk is read-only.
     '-drive', `file=${o.images.root},if=virtio,format=raw,snapshot=on`,
     '-drive', `file=${o.images.project},if=virtio,format=raw,readonly=on`,
@@ -140,7 +173,7 @@ export class Guest {
     };
     process.once('exit', onExit);
     const t0 = Date.now();
-    o.log(`boot: qemu pid ${qemu.pid}, accel ${o.accel}, ${o.smp} vCPUs, ${o.nvme.length} NVMe (poll_queues=${o.pollQueues}), agent 127.0.0.1:${ports.agent}, exporter 127.0.0.1:${ports.exporter}`);
+    o.log(`boot: qemu pid ${qemu.pid}, accel ${o.accel}${usesIcount(o) ? ' (icount: virtual time)' : ''}, ${o.smp} vCPUs, ${o.nvme.length} NVMe (poll_queues=${o.pollQueues}), agent 127.0.0.1:${ports.agent}, exporter 127.0.0.1:${ports.exporter}`);
     const agentUrl = `http://127.0.0.1:${ports.agent}`;
     let shown = 0;
     let lastTick = t0;
@@ -180,15 +213,16 @@ export class Guest {
 
   /**
    * Boots the guest to run one shell script instead of the agent (a debugging aid: test/vm/lab.ts
-   * exec), and returns what it printed. The script travels base64 on the kernel command line.
+   * exec), and returns what it printed. The script travels gzipped and base64 on the kernel command line.
    */
   static async exec(o: BootOptions, script: string): Promise<string> {
-    const b64 = Buffer.from(script).toString('base64');
-    if (b64.length > 1500) throw new Error('script too long for the kernel command line (1500 base64 chars)');
+    // gzip first: the kernel command line holds 2048 bytes in all.
+    const b64 = gzipSync(script).toString('base64');
+    if (b64.length > 1500) throw new Error('script too long for the kernel command line (1500 chars of base64 after gzip)');
     const dir = mkdtempSync(join(tmpdir(), 'hpvm-'));
     const consoleLog = join(dir, 'console.log');
     try {
-      const args = qemuArgs({ ...o, extraCmdline: `hpvm.run=${b64}` }, { agent: await freePort(), exporter: await freePort() }, consoleLog);
+      const args = qemuArgs({ ...o, extraCmdline: `${o.extraCmdline ? `${o.extraCmdline} ` : ''}hpvm.run=${b64}` }, { agent: await freePort(), exporter: await freePort() }, consoleLog);
       const qemu = spawn('qemu-system-x86_64', args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, TMPDIR: dir } });
       const timer = setTimeout(() => qemu.kill('SIGKILL'), o.bootTimeoutMs);
       await new Promise((ok) => qemu.once('exit', ok));

@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readFileSync, symlinkSync, unlinkSync, writeFile
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { accelFacts, chooseAccel, type Accel } from './accel.js';
-import { Guest, type GuestImages, type NvmeSpec } from './guest.js';
+import { Guest, usesIcount, type BootOptions, type GuestImages, type NvmeSpec } from './guest.js';
 import { recordRun } from './recordings.js';
 import { runSession, type Scenario, type Session, type Tracing } from './session.js';
 
@@ -15,17 +15,41 @@ export const RESULTS = join(CACHE, 'results');
 
 const log = (msg: string) => process.stderr.write(`[vm ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
-/** Emulated NVMe controllers of the trixie guest: no added latency, and 20 µs (null-co latency-ns). */
-export const NVME: NvmeSpec[] = [
-  { serial: 'hpfast', latencyNs: 0 },
-  { serial: 'hpslow', latencyNs: 20_000 },
-];
+/**
+ * The QEMU NVMe controller of the trixie guest (null-co, no added latency): the second device class,
+ * the nvme driver's own poll path. Under icount null-co times its latency on the host's clock, so
+ * its device time is not controlled and the model checks do not apply to it.
+ */
+export const NVME: NvmeSpec[] = [{ serial: 'hpfast', latencyNs: 0 }];
 
-export function scenarios(secs: number): Scenario[] {
+/**
+ * The simulated devices, one per hpsim scenario (the model's window of a device then holds that
+ * scenario's runs alone). Service times are on the guest clock, scaled to the seeds' ratio of
+ * service time to wake-up cost: one guest instruction costs 1 ns, 3-5x a server core's, so an
+ * Optane-like 10 µs device becomes 50 µs here (docs/validation.md, "Scale").
+ */
+export const HPSIM_PROFILES = {
+  hpsim0: 'fixed:50000',
+  hpsim1: 'twopoint:20000:100000:500',
+  hpsim2: 'fixed:50000',
+  hpsim3: 'fixed:50000',
+} as const;
+
+/** insmod parameters of the trixie guest's hpsim module: one poll queue per device, as nvme's per CPU set. */
+export function hpsimParams(): string {
+  const p = Object.values(HPSIM_PROFILES);
+  return `nr_devices=${p.length} poll_queues=1 queue_depth=256 profiles=${p.join(';')} seed=1`;
+}
+
+export function scenarios(ios: number): Scenario[] {
+  const sim = (id: string, title: string, dev: keyof typeof HPSIM_PROFILES, qd: number): Scenario =>
+    ({ id, title: `${title} (${dev} ${HPSIM_PROFILES[dev]})`, serial: dev, profile: HPSIM_PROFILES[dev], qd, bs: 4096, ios, model: true });
   return [
-    { id: 'qd1', title: 'QD1 4k randread, null-co no added latency', serial: 'hpfast', qd: 1, bs: 4096, secs },
-    { id: 'qd1-lat20us', title: 'QD1 4k randread, null-co latency-ns=20000', serial: 'hpslow', qd: 1, bs: 4096, secs },
-    { id: 'qd4', title: 'QD4 4k randread, null-co no added latency', serial: 'hpfast', qd: 4, bs: 4096, secs },
+    sim('qd1-fixed50', 'QD1 4k randread, simulated device, fixed 50 µs', 'hpsim0', 1),
+    sim('qd1-twopoint', 'QD1 4k randread, simulated device, 20 µs or 100 µs (½ each)', 'hpsim1', 1),
+    sim('qd4-fixed50', 'QD4 4k randread, simulated device, fixed 50 µs', 'hpsim2', 4),
+    sim('qd16-fixed50', 'QD16 4k randread, simulated device, fixed 50 µs', 'hpsim3', 16),
+    { id: 'qd1-nvme', title: 'QD1 4k randread, QEMU NVMe (null-co, no added latency; host-clock device: no model checks)', serial: 'hpfast', qd: 1, bs: 4096, ios, model: false },
   ];
 }
 
@@ -71,37 +95,72 @@ export function buildAll(suite = 'trixie'): GuestImages {
 }
 
 export interface LabOptions {
-  secs: number;
+  /** 'ci': the CI gate's profile (fewer I/Os, no QD16); 'full': npm run test:vm */
+  profile: 'full' | 'ci';
+  /** I/Os per measured run */
+  ios: number;
   reps: number;
-  /** A/B pairs (BPF detached/attached) per mode and path, and seconds per A/B run */
+  /** A/B pairs (BPF detached/attached) per scenario, mode and path; two give the untraced runs' own spread */
   abPairs: number;
-  abSecs: number;
-  /** scenario ids to run (default all) */
+  /** scenario ids to run (default all of the profile) */
   only?: string[];
+  /** run the io_uring hybrid convergence sweep (SWEEP profiles; default: the full profile with every scenario) */
+  sweep: boolean;
+  /** BPF paths: both, or fentry only (the CI profile: the tracepoint path is bullseye's, which the gate runs too) */
+  paths: Exclude<Tracing, 'untraced'>[];
 }
 
+/**
+ * Device profiles of the io_uring hybrid convergence sweep (full profile only): tight, spread,
+ * two-mode and long-tailed service times around the 50 µs scale.
+ */
+export const SWEEP = ['fixed:20000', 'fixed:100000', 'uniform:40000:60000', 'normal:50000:10000', 'twopoint:40000:60000:500', 'tail:50000:200000:20'];
+
+/** The CI profile's scenarios (HPVM_PROFILE=ci). */
+export const CI_SCENARIOS = ['qd1-fixed50', 'qd4-fixed50', 'qd1-nvme'];
+
 export function labOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LabOptions {
-  const secs = Number(env.HPVM_SECS ?? 6);
-  const reps = Number(env.HPVM_REPS ?? 2);
-  const abPairs = Number(env.HPVM_AB_PAIRS ?? 3);
-  const abSecs = Number(env.HPVM_AB_SECS ?? 2);
-  if (!(secs > 0) || !(abSecs > 0) || !Number.isInteger(reps) || reps < 1 || !Number.isInteger(abPairs) || abPairs < 1) {
-    throw new Error('HPVM_SECS and HPVM_AB_SECS must be > 0, HPVM_REPS and HPVM_AB_PAIRS positive integers');
+  const profile = env.HPVM_PROFILE ?? 'full';
+  if (profile !== 'full' && profile !== 'ci') throw new Error(`HPVM_PROFILE must be full or ci, not ${profile}`);
+  const ci = profile === 'ci';
+  const ios = Number(env.HPVM_IOS ?? (ci ? 4000 : 20_000));
+  const reps = Number(env.HPVM_REPS ?? 1);
+  const abPairs = Number(env.HPVM_AB_PAIRS ?? 2);
+  if (!Number.isInteger(ios) || ios < 1000 || !Number.isInteger(reps) || reps < 1 || !Number.isInteger(abPairs) || abPairs < 1) {
+    throw new Error('HPVM_IOS must be an integer ≥ 1000, HPVM_REPS and HPVM_AB_PAIRS positive integers');
   }
-  return { secs, reps, abPairs, abSecs, ...(env.HPVM_SCENARIOS ? { only: env.HPVM_SCENARIOS.split(',') } : {}) };
+  const only = env.HPVM_SCENARIOS ? env.HPVM_SCENARIOS.split(',') : ci ? CI_SCENARIOS : undefined;
+  const known = scenarios(ios).map((s) => s.id);
+  for (const id of only ?? []) if (!known.includes(id)) throw new Error(`HPVM_SCENARIOS: unknown scenario ${id} (${known.join(', ')})`);
+  const paths = (env.HPVM_PATHS ?? (ci ? 'fentry' : 'fentry,tracepoint')).split(',');
+  for (const p of paths) if (p !== 'fentry' && p !== 'tracepoint') throw new Error(`HPVM_PATHS: unknown path ${p} (fentry, tracepoint)`);
+  const sweep = env.HPVM_SWEEP !== undefined ? env.HPVM_SWEEP === '1' : !ci && !only;
+  return { profile, ios, reps, abPairs, sweep, paths: paths as LabOptions['paths'], ...(only ? { only } : {}) };
+}
+
+/** What a lab may choose of a boot; the rest (images, accelerator, log, console file) the lab fills in. */
+export type BootTuning = Partial<Omit<BootOptions, 'images' | 'accel' | 'log' | 'failedConsoleFile'>>;
+
+/** The trixie guest's defaults: 2 vCPUs, 2 GiB, nvme.poll_queues=2, the NVMe controller and hpsim devices above. */
+export const TRIXIE_BOOT = { smp: 2, memMiB: 2048, pollQueues: 2, nvme: NVME, hpsim: hpsimParams(), bootTimeoutMs: 600_000 } satisfies BootTuning;
+
+/** The boot of `lab.ts exec` per suite: bullseye's 5.10 hangs bringing up a second vCPU under icount. */
+export function bootTuning(suite: string): typeof TRIXIE_BOOT {
+  return suite === 'trixie' ? TRIXIE_BOOT : { ...TRIXIE_BOOT, smp: 1 };
 }
 
 /**
  * Boots the guest; one retry when the boot itself fails. Emulated boots are not perfectly
  * deterministic (a TCG guest once panicked in its first 3 s in ktime_get_real_ts64), and a failed
- * boot says nothing about the product. Both consoles are kept in RESULTS.
+ * boot says nothing about the product. Both consoles are kept in RESULTS. `tuning` overrides the
+ * trixie defaults (the legacy lab: -smp 1, its own NVMe list and hpsim parameters).
  */
-export async function bootWithRetry(images: GuestImages, accel: Accel): Promise<Guest> {
+export async function bootWithRetry(images: GuestImages, accel: Accel, tuning: BootTuning = {}): Promise<Guest> {
   mkdirSync(RESULTS, { recursive: true });
   for (let attempt = 1; ; attempt++) {
     const failedConsoleFile = join(RESULTS, `console-boot-failure-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
     try {
-      return await Guest.boot({ images, accel, smp: 2, memMiB: 2048, pollQueues: 2, nvme: NVME, log, bootTimeoutMs: 300_000, failedConsoleFile });
+      return await Guest.boot({ ...TRIXIE_BOOT, ...tuning, images, accel, log, failedConsoleFile });
     } catch (e) {
       if (attempt >= 2) throw e;
       log(`*** boot failed, retrying once: ${(e as Error).message.split('\n')[0]}`);
@@ -118,10 +177,11 @@ export async function runLab(o: LabOptions): Promise<string> {
   const guest = await bootWithRetry(images, accel);
   let session: Session;
   try {
-    const sc = scenarios(o.secs).filter((s) => !o.only || o.only.includes(s.id));
+    const sc = scenarios(o.ios).filter((s) => !o.only || o.only.includes(s.id));
+    log(`profile ${o.profile}: ${sc.map((s) => s.id).join(', ')}; paths ${o.paths.join(', ')}; ${o.ios} I/Os per run, ${o.reps} rep(s), ${o.abPairs} A/B pair(s)`);
     session = await runSession(guest, {
-      startedAt: new Date(t0).toISOString(), accel, accelWhy: why, images, info: guest.info, bootSeconds: guest.bootSeconds,
-    }, { scenarios: sc, reps: o.reps, abPairs: o.abPairs, abSecs: o.abSecs, exporterArgs: exporterArgs(), log });
+      startedAt: new Date(t0).toISOString(), accel, accelWhy: why, images, info: guest.info, bootSeconds: guest.bootSeconds, profile: o.profile,
+    }, { scenarios: sc, paths: o.paths, reps: o.reps, abPairs: o.abPairs, exporterArgs: exporterArgs(), ...(o.sweep ? { sweep: SWEEP } : {}), log });
   } finally {
     const off = await guest.shutdown();
     log(`guest ${off.clean ? 'powered off' : 'killed (no clean power-off)'}`);
@@ -144,21 +204,22 @@ export function loadSession(file: string): Session {
 }
 
 /**
- * recordings/vm-hybrid.jsonl and vm-classic.jsonl: QD1 4k on the 20 µs null-co device (the sleep is
- * a fraction of the device time there, as on real NVMe), one boot, hybrid then classic.
+ * recordings/vm-hybrid.jsonl and vm-classic.jsonl: QD1 4k on the simulated fixed-50 µs device
+ * (hpsim0), virtual time, one boot, hybrid then classic.
  */
-export async function recordAll(secs: number): Promise<void> {
+export async function recordAll(ios: number): Promise<void> {
   const images = buildAll('trixie');
   const { accel, why } = chooseAccel(accelFacts());
   log(`accelerator: ${accel} (${why})`);
   const guest = await bootWithRetry(images, accel);
   try {
-    const scenario = scenarios(secs).find((s) => s.id === 'qd1-lat20us')!;
-    const where = `QD1 4k random O_DIRECT reads (hpdrive, raw io_uring) on an emulated NVMe (QEMU null-co, latency-ns=20000, 2 poll queues) in a QEMU ${accel.toUpperCase()} guest, kernel ${guest.info.release}`;
-    const caveat = accel === 'tcg' ? '; software-emulated CPU: counts and ratios are real, absolute times are emulated (5-20x slow)' : '';
+    const scenario = scenarios(ios).find((s) => s.id === 'qd1-fixed50')!;
+    const clock = usesIcount({ accel }) ? `QEMU TCG guest in virtual time (icount shift=0: 1 instruction = 1 ns of guest time, idle skipped; ${guest.info.nproc} vCPUs)` : `QEMU ${accel.toUpperCase()} guest`;
+    const where = `QD1 4k random O_DIRECT reads (hpdrive, raw io_uring) on the simulated poll-queue device hpsim0 (tools/hpsim: service time ${scenario.profile} ns on the guest clock, seed 1, 1 poll queue) in a ${clock}, kernel ${guest.info.release}`;
+    const caveat = '; guest CPU work costs 3-5x a server core (1 ns per instruction), so the device is scaled up: an Optane-like 10 µs device is 50 µs here';
     for (const mode of ['hybrid', 'poll'] as const) {
       const what = mode === 'hybrid' ? 'io_uring hybrid IOPOLL (IORING_SETUP_IOPOLL|IORING_SETUP_HYBRID_IOPOLL)' : 'io_uring classic IOPOLL (IORING_SETUP_IOPOLL)';
-      await recordRun(guest, { file: join(ROOT, 'recordings', `vm-${mode === 'poll' ? 'classic' : 'hybrid'}.jsonl`), mode, scenario, description: `Real ${what}: ${where}${caveat}` }, log);
+      await recordRun(guest, { file: join(ROOT, 'recordings', `vm-${mode === 'poll' ? 'classic' : 'hybrid'}.jsonl`), mode, scenario, interval: '500ms', description: `Real ${what}: ${where}${caveat}` }, log);
     }
   } finally {
     const off = await guest.shutdown();

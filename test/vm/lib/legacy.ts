@@ -1,24 +1,73 @@
-// The legacy-era session (issue 8): one boot of the bullseye guest (kernel 5.10, block-layer hybrid
-// polling), two workloads (hpdrive's io_uring IOPOLL and the seeds' fio pvsync2+hipri job), each with
-// io_poll_delay = −1 (classic), 0 (adaptive, ½ the poll_stat mean) and a fixed value. The test sets
-// io_poll_delay through the guest agent; the exporter only reads it. Every run gets a freshly started
-// exporter (its model window then holds that run alone), scraped before and after the workload; the
-// exporter is paused during the measured run as in the trixie session (see session.ts scrapedRun).
+// The legacy-era session (issues 8 and 13): one boot of the bullseye guest (kernel 5.10, block-layer
+// hybrid polling) in virtual time (QEMU icount, one vCPU) with the simulated device hpsim
+// (tools/hpsim: service time defined on the guest clock). Per device profile (one like seed 001's,
+// one like seed 004's) and workload (hpdrive's io_uring IOPOLL, the seeds' fio pvsync2 --hipri job)
+// four settings of io_poll_delay: −1 classic, 0 adaptive (½ the poll_stat mean), ¾ of that mean
+// (seed 001's patch as a fixed delay) and poll_stat's min − the wake overhead (seed 004's rule).
+// Runs are driven by I/O count: under icount the guest clock is the instruction count, not seconds.
+// The test sets io_poll_delay through the guest agent; the exporter only reads it. One exporter
+// serves the session: idle guest time longer than its model window before each run makes that
+// window hold the run alone (MODEL_WINDOW_SECONDS); it is scraped before and after the workload and
+// paused (SIGSTOP) during it as in the trixie session.
 import type { Guest } from './guest.js';
+import { histDelta, parseExposition } from './prom.js';
 import type { DriverResult, ExporterStop, SessionBase } from './session.js';
 import { waitBpfUp } from './session.js';
 import { parsePollStat } from '../../../src/sources/pollStat.js';
 
 export type Workload = 'hpdrive' | 'fio';
-export type DelayMode = 'classic' | 'adaptive' | 'fixed';
+export type DelayMode = 'classic' | 'adaptive' | 'three_quarter' | 'min_wake';
 export const WORKLOADS: readonly Workload[] = ['hpdrive', 'fio'];
-export const DELAY_MODES: readonly DelayMode[] = ['classic', 'adaptive', 'fixed'];
+/** In this order: the two fixed delays are derived from the adaptive run before them. */
+export const DELAY_MODES: readonly DelayMode[] = ['classic', 'adaptive', 'three_quarter', 'min_wake'];
+
+/** Seed 001 (Dongjoo Seo's patch): the adaptive sleep at ¾ of the poll_stat mean, here as a fixed delay. */
+export const FIXED_FRACTION_OF_MEAN = 0.75;
+
+/** A device profile of hpsim (tools/hpsim/README.md grammar) standing for one seed's hardware. */
+export interface LegacyProfile {
+  id: string;
+  /** hpsim profile, integer ns */
+  profile: string;
+  title: string;
+  /** how it was scaled from the seed's hardware (docs/validation-legacy.md) */
+  scale: string;
+}
 
 /**
- * The fixed io_poll_delay, as a fraction of the adaptive run's poll_stat mean: ¾, the sleep of
- * Dongjoo Seo's 2020 patch (seed 001), which a fixed delay reproduces for a steady device time.
+ * One instruction = 1 ns makes the guest's CPU work 3–5× dearer than on the seeds' machines
+ * (../shared/docs/testbed.md "Scale"): a sleep/wake pair and the path around the sleep cost
+ * accordingly more, so the service times are scaled up by about that factor to keep service time
+ * over wake-up cost in the seeds' range. Seed 001: 970 Pro / Optane 900P at 16–21 µs per job (8 and
+ * 12 jobs at 491k / 582k IOPS), ×2.5–3 → a tight 50 µs (the testbed's fixed 50 µs already gave its
+ * 100 / 56 / 36 % shape). Seed 004: Optane at 8.4 µs with ≈ 2 µs of wake-up (its adjust column),
+ * ratio ≈ 4; the guest's wake overhead plus the path before the sleep is ≈ 7 µs, ×3.6 → 30 µs,
+ * uniform so that the minimum is a hard 27 µs.
  */
-export const FIXED_FRACTION_OF_MEAN = 0.75;
+export const PROFILES: readonly LegacyProfile[] = [
+  { id: 'seed001', profile: 'normal:50000:1000', title: 'tight 50 µs (seed 001: 970 Pro / Optane 900P, ½ vs ¾ mean)', scale: 'per-job latency 16–21 µs on the seed hardware, ×2.5–3' },
+  { id: 'seed004', profile: 'uniform:27000:33000', title: 'Optane-like 27–33 µs, hard minimum (seed 004: min − wake)', scale: 'Optane 8.4 µs on the seed hardware, ×3.6 (service time / (wake + pre-sleep path) ≈ 4 as there)' },
+];
+
+/** Mean of an hpsim profile (ns), for sizing warm-ups. */
+export function profileMeanNs(p: string): number {
+  const [kind, ...a] = p.split(':');
+  const n = a.map(Number);
+  if (n.some((x) => !Number.isInteger(x) || x < 0)) throw new Error(`hpsim profile ${p}: times must be integer ns`);
+  switch (kind) {
+    case 'fixed':
+    case 'normal':
+      return n[0]!;
+    case 'uniform':
+      return (n[0]! + n[1]!) / 2;
+    case 'twopoint':
+      return (n[0]! * n[2]! + n[1]! * (1000 - n[2]!)) / 1000;
+    case 'tail':
+      return n[0]! + ((n[1]! - n[0]!) / 2) * (n[2]! / 1000);
+    default:
+      throw new Error(`hpsim profile ${p}: unknown kind ${kind}`);
+  }
+}
 
 /** What the poller reported, in one shape for both workloads. */
 export interface PollerResult {
@@ -35,41 +84,104 @@ export interface PollerResult {
   latUs: { mean: number; p50: number; p99: number };
 }
 
+/** /sys/block/hpsimN/hpsim/stats: the device's own account of its time, cumulative since load. */
+export interface HpsimStats {
+  issued: number;
+  completed_irq: number;
+  completed_poll: number;
+  service_ns_sum: number;
+  service_ns_min: number;
+  service_ns_max: number;
+}
+
+export function parseHpsimStats(text: string | null | undefined): HpsimStats | undefined {
+  if (!text) return undefined;
+  const kv = Object.fromEntries(text.trim().split(/\s+/).map((x) => x.split('=') as [string, string]));
+  const keys = ['issued', 'completed_irq', 'completed_poll', 'service_ns_sum', 'service_ns_min', 'service_ns_max'] as const;
+  const out = {} as HpsimStats;
+  for (const k of keys) {
+    const v = Number(kv[k]);
+    if (kv[k] === undefined || !Number.isFinite(v)) throw new Error(`hpsim stats: no ${k} in "${text}"`);
+    out[k] = v;
+  }
+  return out;
+}
+
+/** The device's mean service time (s) and completions between two readings. */
+export function hpsimOverRun(b: HpsimStats | undefined, a: HpsimStats | undefined): { completed: number; polled: number; meanSeconds: number | undefined; minSeconds: number | undefined } | undefined {
+  if (!b || !a) return undefined;
+  const completed = a.completed_irq + a.completed_poll - b.completed_irq - b.completed_poll;
+  return {
+    completed,
+    polled: a.completed_poll - b.completed_poll,
+    meanSeconds: completed > 0 ? (a.service_ns_sum - b.service_ns_sum) / completed / 1e9 : undefined,
+    minSeconds: a.service_ns_min > 0 ? a.service_ns_min / 1e9 : undefined,
+  };
+}
+
 export interface LegacyRun {
+  profile: string;
   workload: Workload;
   delay: DelayMode;
+  /** false: the exporter's BPF programs were detached (the baseline of "tracing does not change the workload") */
+  traced?: boolean;
   /** the io_poll_delay the test set for this run (µs; −1 classic, 0 adaptive) */
   ioPollDelay: number;
+  /** how a fixed delay was derived from the adaptive run */
+  derivation?: string;
   device: string;
   poller: PollerResult;
   /** raw output of the workload tool */
   raw: unknown;
   before: string;
   after: string;
+  /** the device's own stats around the measured run (hpsim only) */
+  hpsimBefore?: string | null;
+  hpsimAfter?: string | null;
   /** debugfs poll_stat of the device read by the guest agent every 50 ms during the measured run */
   pollStatWatch: PollStatWatch;
+  /** the session's exporter: listening after (guest ms), BPF up after (host s) */
   exporterStartMs: number;
   bpfReadySeconds: number;
-  exporterStop?: ExporterStop;
+  /** host wall time of the run, idle gap to after-scrape (s) */
+  hostSeconds?: number;
 }
 
 export interface LegacySession extends SessionBase {
   suite: string;
-  serial: string;
-  secs: number;
+  /** virtual time (QEMU icount) */
+  icount: boolean;
+  profiles: LegacyProfile[];
+  ios: number;
+  warmupIos: number;
   exporterArgs: string[];
   runs: LegacyRun[];
+  /** the one exporter of the session, stopped at its end */
+  exporterStop?: ExporterStop;
 }
 
 export interface LegacyOptions {
-  secs: number;
-  serial: string;
-  exporterArgs: string[];
+  profiles: readonly LegacyProfile[];
   workloads: readonly Workload[];
+  delays: readonly DelayMode[];
+  /** an adaptive run with the BPF programs detached after the traced ones */
+  untraced: boolean;
+  /** I/Os of each measured run */
+  ios: number;
+  /** I/Os of each adaptive run's warm-up (0: derived from the profile, see warmupIos) */
+  warmupIos: number;
+  exporterArgs: string[];
   log: (msg: string) => void;
 }
 
-const WARMUP_IOS = 200;
+/**
+ * The warm-up of an adaptive run: at least 0.15 s of guest time at the profile's mean. Adaptive
+ * stats start at the first hybrid poll and poll_stat fills only when the first 100 ms window
+ * closes (until then nothing sleeps); with a steady device one window is the steady state.
+ */
+export function warmupIos(o: Pick<LegacyOptions, 'warmupIos'>, p: LegacyProfile): number {
+  return o.warmupIos > 0 ? o.warmupIos : Math.ceil(0.15e9 / profileMeanNs(p.profile));
+}
 
 /** The distinct contents of poll_stat during a run, with the guest's clock (ms). */
 export interface PollStatWatch {
@@ -78,20 +190,22 @@ export interface PollStatWatch {
 }
 
 /** The read 4 KiB line of one poll_stat content. */
-function read4k(text: string | null): { samples: number; meanNs?: number } | undefined {
+function read4k(text: string | null): { samples: number; meanNs?: number; minNs?: number } | undefined {
   const p = text === null ? undefined : parsePollStat(text);
   return p?.ok && p.value.kind === 'buckets' ? p.value.buckets.find((x) => x.op === 'read' && x.sizeBytes === 4096) : undefined;
 }
 
 /**
- * The mean a run's adaptive sleeps were computed from (seconds), weighted per I/O. Each content of
- * poll_stat is current while the next 100 ms window collects its samples, and every I/O of that
- * window slept ½ the current mean: so each content's mean is weighted by the next content's sample
- * count. `ios` is how many completions those windows saw (the run's I/O count when no window was
- * missed). Under TCG the window means vary 10× within a run, so a time-weighted mean is biased.
+ * The mean (and min) a run's adaptive sleeps were computed from (seconds), weighted per I/O. Each
+ * content of poll_stat is current while the next 100 ms window collects its samples, and every I/O
+ * of that window slept ½ the current mean: so each content's mean is weighted by the next
+ * content's sample count. `ios` is how many completions those windows saw (the run's I/O count
+ * when no window was missed).
  */
-export function pollStatMeanOverRun(w: PollStatWatch): { meanSeconds: number | undefined; ios: number } {
+export function pollStatMeanOverRun(w: PollStatWatch): { meanSeconds: number | undefined; minSeconds: number | undefined; ios: number } {
   let weighted = 0;
+  let weightedMin = 0;
+  let minIos = 0;
   let ios = 0;
   for (let i = 0; i + 1 < w.samples.length; i++) {
     const cur = read4k(w.samples[i]!.text);
@@ -99,8 +213,12 @@ export function pollStatMeanOverRun(w: PollStatWatch): { meanSeconds: number | u
     if (cur?.meanNs === undefined || !next) continue;
     weighted += (cur.meanNs / 1e9) * next.samples;
     ios += next.samples;
+    if (cur.minNs !== undefined) {
+      weightedMin += (cur.minNs / 1e9) * next.samples;
+      minIos += next.samples;
+    }
   }
-  return { meanSeconds: ios > 0 ? weighted / ios : undefined, ios };
+  return { meanSeconds: ios > 0 ? weighted / ios : undefined, minSeconds: minIos > 0 ? weightedMin / minIos : undefined, ios };
 }
 
 /** hpdrive's JSON line in the common shape. */
@@ -146,96 +264,153 @@ export function fromFio(j: { jobs: FioJob[] }): PollerResult {
   };
 }
 
-async function runHpdrive(g: Guest, device: string, body: Record<string, unknown>, timeoutMs: number): Promise<DriverResult> {
-  await g.agent('POST', '/drive', { device: `/dev/${device}`, mode: 'poll', qd: 1, bs: 4096, ...body });
+/** Host-side timeout of one workload call: runs are counted in I/Os, so allow generously per I/O. */
+const timeoutFor = (ios: number) => 180_000 + ios * 5;
+
+async function runHpdrive(g: Guest, device: string, ios: number): Promise<DriverResult> {
+  await g.agent('POST', '/drive', { device: `/dev/${device}`, mode: 'poll', qd: 1, bs: 4096, ios });
   const r = await g.agent<{ exit: { code: number | null } | null; result: (DriverResult & { error?: string }) | null; stdout: string; stderr: string }>(
-    'POST', '/drive/wait', {}, timeoutMs);
+    'POST', '/drive/wait', {}, timeoutFor(ios));
   if (!r.result || r.result.error || (r.exit && r.exit.code !== 0)) throw new Error(`hpdrive failed (exit ${r.exit?.code}): ${r.result?.error ?? r.stdout + r.stderr}`);
   return r.result;
 }
 
-async function runFio(g: Guest, device: string, body: Record<string, unknown>, timeoutMs: number): Promise<{ jobs: FioJob[] }> {
+async function runFio(g: Guest, device: string, ios: number): Promise<{ jobs: FioJob[] }> {
   const r = await g.agent<{ exit: { code: number | null } | null; result: { jobs: FioJob[] } | null; stdout: string; stderr: string }>(
-    'POST', '/fio', { device: `/dev/${device}`, ...body }, timeoutMs);
+    'POST', '/fio', { device: `/dev/${device}`, ios }, timeoutFor(ios));
   if (!r.result || r.exit?.code !== 0) throw new Error(`fio failed (exit ${r.exit?.code}): ${r.stdout}${r.stderr}`);
   return r.result;
 }
 
-/** One workload run: warm-up, before-scrape, exporter paused, measured run, resumed, after-scrape. */
-async function measuredRun(g: Guest, w: Workload, device: string, secs: number): Promise<{ poller: PollerResult; raw: unknown; before: string; after: string; pollStatWatch: PollStatWatch }> {
-  const timeoutMs = (secs + 120) * 1000;
-  if (w === 'hpdrive') await runHpdrive(g, device, { ios: WARMUP_IOS }, timeoutMs);
-  else await runFio(g, device, { ios: WARMUP_IOS }, timeoutMs);
+const runWorkload = (g: Guest, w: Workload, device: string, ios: number) => (w === 'hpdrive' ? runHpdrive(g, device, ios) : runFio(g, device, ios));
+
+async function hpsimStats(g: Guest, device: string): Promise<string | null> {
+  if (!device.startsWith('hpsim')) return null;
+  return (await g.agent<{ stats: string | null }>('GET', `/hpsim/stats?device=${device}`)).stats;
+}
+
+/** The measured part of one run: before-scrape, exporter paused, measured run, resumed, after-scrape. */
+async function measuredRun(g: Guest, w: Workload, device: string, ios: number, traced: boolean) {
+  if (!traced) await g.agent('POST', '/bpf/attach', { attached: false }, 60_000);
   const before = await g.scrape();
+  const hpsimBefore = await hpsimStats(g, device);
   await g.agent('POST', '/exporter/pause', {});
   let raw: unknown;
   let poller: PollerResult;
   let pollStatWatch: PollStatWatch;
+  let hpsimAfter: string | null;
   await g.agent('POST', '/watch/start', { device });
   try {
     if (w === 'hpdrive') {
-      const d = await runHpdrive(g, device, { secs }, timeoutMs);
+      const d = await runHpdrive(g, device, ios);
       raw = d;
       poller = fromHpdrive(d);
     } else {
-      const j = await runFio(g, device, { secs }, timeoutMs);
+      const j = await runFio(g, device, ios);
       raw = j.jobs[0];
       poller = fromFio(j);
     }
   } finally {
     pollStatWatch = await g.agent<PollStatWatch>('POST', '/watch/stop', {});
+    hpsimAfter = await hpsimStats(g, device);
     await g.agent('POST', '/exporter/resume', {});
   }
   const after = await g.scrape();
-  return { poller, raw, before, after, pollStatWatch };
+  if (!traced) await g.agent('POST', '/bpf/attach', { attached: true }, 60_000);
+  return { poller, raw, before, after, pollStatWatch, hpsimBefore, hpsimAfter };
+}
+
+/** Mean wake overhead of a run (timer expiry → back on CPU, the exporter's histogram), seconds. */
+export function wakeOverheadSeconds(r: Pick<LegacyRun, 'before' | 'after' | 'device'>): number | undefined {
+  const h = histDelta(parseExposition(r.before), parseExposition(r.after), 'hybridpoll_poll_wake_overhead_seconds', { device: r.device });
+  return h && h.count > 0 ? h.mean : undefined;
+}
+
+/** ¾ of the poll_stat mean the adaptive run slept on (per I/O over the run), in whole µs, at least 1. */
+export function threeQuarterDelayUs(adaptive: Pick<LegacyRun, 'pollStatWatch'>): { us: number; derivation: string } {
+  const m = pollStatMeanOverRun(adaptive.pollStatWatch).meanSeconds;
+  if (m === undefined || !(m > 0)) throw new Error('adaptive run left no read 4k poll_stat mean to derive the ¾-mean delay from');
+  const us = Math.max(1, Math.round(m * 1e6 * FIXED_FRACTION_OF_MEAN));
+  return { us, derivation: `¾ × poll_stat mean ${(m * 1e6).toFixed(2)} µs` };
 }
 
 /**
- * The fixed delay (µs) for a workload: ¾ of the poll_stat mean its adaptive run slept on (per I/O
- * over the run, see pollStatMeanOverRun), at least 1 µs.
+ * Seed 004's rule: the poll_stat minimum the adaptive run saw (per I/O over the run) minus the
+ * wake overhead the exporter measured in it (Stephen Bates' "OS wake time"), whole µs, at least 1.
  */
-export function fixedDelayUs(adaptiveMeanSeconds: number | undefined): number {
-  if (adaptiveMeanSeconds === undefined || !(adaptiveMeanSeconds > 0)) throw new Error('adaptive run left no read 4k poll_stat mean to derive the fixed delay from');
-  return Math.max(1, Math.round(adaptiveMeanSeconds * 1e6 * FIXED_FRACTION_OF_MEAN));
+export function minMinusWakeDelayUs(adaptive: Pick<LegacyRun, 'pollStatWatch' | 'before' | 'after' | 'device'>): { us: number; derivation: string } {
+  const min = pollStatMeanOverRun(adaptive.pollStatWatch).minSeconds;
+  const wake = wakeOverheadSeconds(adaptive);
+  if (min === undefined || !(min > 0)) throw new Error('adaptive run left no read 4k poll_stat min to derive the min − wake delay from');
+  if (wake === undefined) throw new Error('adaptive run has no measured wake overhead (hybridpoll_poll_wake_overhead_seconds) to derive the min − wake delay from');
+  const us = Math.max(1, Math.round((min - wake) * 1e6));
+  return { us, derivation: `poll_stat min ${(min * 1e6).toFixed(2)} µs − wake overhead ${(wake * 1e6).toFixed(2)} µs` };
 }
 
-export async function runLegacySession(g: Guest, base: Omit<LegacySession, 'runs' | 'wallSeconds' | 'serial' | 'secs' | 'exporterArgs'>, o: LegacyOptions): Promise<LegacySession> {
+/**
+ * The model window of the session's exporter (guest seconds) and the idle guest time before each
+ * run, which is longer: the window at a run's after-scrape then reaches back to that run's
+ * before-scrape and no further, so one exporter serves every run and its model is fed that run
+ * alone (an exporter start costs seconds of guest CPU under emulation, a run a fraction of one).
+ * Generous: while the host is between requests the idle guest's clock jumps from timer to timer
+ * (icount sleep=off), and with a 5 s window one run's before-scrape fell out of it on a loaded host
+ * (a 5,000-I/O fio run, 0.18 s of I/O, spanned more than 5 guest seconds between its scrapes).
+ */
+export const MODEL_WINDOW_SECONDS = 120;
+const IDLE_MS = MODEL_WINDOW_SECONDS * 1000 * 1.2;
+
+/** Warm-up I/Os of every non-adaptive run (a fresh process and ring; poll_stat persists per queue). */
+const WARMUP_IOS = 200;
+
+export async function runLegacySession(g: Guest, base: Omit<LegacySession, 'runs' | 'wallSeconds' | 'profiles' | 'ios' | 'warmupIos' | 'exporterArgs'>, o: LegacyOptions): Promise<LegacySession> {
   const t0 = Date.now();
-  const session: LegacySession = { ...base, wallSeconds: 0, serial: o.serial, secs: o.secs, exporterArgs: o.exporterArgs, runs: [] };
-  const device = g.info.devices.find((d) => d.serial === o.serial)?.name;
+  const session: LegacySession = { ...base, wallSeconds: 0, profiles: [...o.profiles], ios: o.ios, warmupIos: o.warmupIos, exporterArgs: o.exporterArgs, runs: [] };
+  const sims = g.info.devices.filter((d) => d.name.startsWith('hpsim')).map((d) => d.name).sort();
+  let started = false;
   try {
-    if (!device) throw new Error(`no NVMe namespace with serial ${o.serial} in the guest: ${JSON.stringify(g.info.devices)}`);
-    // Every BPF program's run time over each run (the programs' own CPU per I/O, legacyBpfCost).
+    if (sims.length < o.profiles.length) throw new Error(`${o.profiles.length} profiles need as many hpsim devices, the guest has ${JSON.stringify(g.info.devices.map((d) => d.name))}`);
+    // Every BPF program's run time over each run (the completion edge of L5, legacyBpfCost).
     await g.agent('POST', '/bpf/stats', { enable: true });
-    for (const w of o.workloads) {
-      let adaptiveMean: number | undefined;
-      for (const delay of DELAY_MODES) {
-        const ioPollDelay = delay === 'classic' ? -1 : delay === 'adaptive' ? 0 : fixedDelayUs(adaptiveMean);
-        const set = await g.agent<{ value: string }>('POST', '/io_poll_delay', { device, value: ioPollDelay });
-        if (Number(set.value) !== ioPollDelay) throw new Error(`io_poll_delay of ${device} reads ${set.value} after writing ${ioPollDelay}`);
-        const t1 = Date.now();
-        const st = await g.agent<{ startMs: number }>('POST', '/exporter/start', { args: o.exporterArgs, timeoutMs: 120_000 }, 150_000);
-        let stop: ExporterStop | undefined;
-        try {
-          const ready = await waitBpfUp(g, 120_000);
-          const m = await measuredRun(g, w, device, o.secs);
-          stop = await g.agent<ExporterStop>('POST', '/exporter/stop', {}, 60_000);
-          const run: LegacyRun = { workload: w, delay, ioPollDelay, device, ...m, exporterStartMs: st.startMs, bpfReadySeconds: ready, exporterStop: stop };
+    const st = await g.agent<{ startMs: number }>('POST', '/exporter/start', { args: o.exporterArgs, timeoutMs: 300_000 }, 400_000);
+    started = true;
+    const ready = await waitBpfUp(g, 400_000);
+    o.log(`exporter listening after ${(st.startMs / 1000).toFixed(1)} s (guest clock), BPF up ${ready.toFixed(1)} s later (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+    for (const [i, p] of o.profiles.entries()) {
+      const device = sims[i]!;
+      const set = await g.agent<{ profile: string | null }>('POST', '/hpsim/profile', { device, profile: p.profile, seed: i + 1 });
+      if (set.profile !== p.profile) throw new Error(`${device} profile reads ${set.profile} after writing ${p.profile}`);
+      for (const w of o.workloads) {
+        let adaptive: LegacyRun | undefined;
+        // the traced settings, then the adaptive one again with the BPF programs detached
+        const plan = [...o.delays.map((delay) => ({ delay, traced: true })), ...(o.untraced && o.delays.includes('adaptive') ? [{ delay: 'adaptive' as const, traced: false }] : [])];
+        for (const { delay, traced } of plan) {
+          let ioPollDelay = delay === 'classic' ? -1 : 0;
+          let derivation: string | undefined;
+          if (delay === 'three_quarter' || delay === 'min_wake') {
+            if (!adaptive) throw new Error(`${delay} needs the adaptive run of ${p.id}/${w} before it`);
+            ({ us: ioPollDelay, derivation } = delay === 'three_quarter' ? threeQuarterDelayUs(adaptive) : minMinusWakeDelayUs(adaptive));
+          }
+          const r = await g.agent<{ value: string }>('POST', '/io_poll_delay', { device, value: ioPollDelay });
+          if (Number(r.value) !== ioPollDelay) throw new Error(`io_poll_delay of ${device} reads ${r.value} after writing ${ioPollDelay}`);
+          const t1 = Date.now();
+          await g.agent('POST', '/idle', { ms: IDLE_MS }, 300_000);
+          await runWorkload(g, w, device, delay === 'adaptive' ? warmupIos(o, p) : WARMUP_IOS);
+          const m = await measuredRun(g, w, device, o.ios, traced);
+          const run: LegacyRun = { profile: p.id, workload: w, delay, ...(traced ? {} : { traced }), ioPollDelay, ...(derivation ? { derivation } : {}), device, ...m, exporterStartMs: st.startMs, bpfReadySeconds: ready, hostSeconds: (Date.now() - t1) / 1000 };
           session.runs.push(run);
-          if (delay === 'adaptive') adaptiveMean = pollStatMeanOverRun(m.pollStatWatch).meanSeconds;
-          const p = m.poller;
-          o.log(`legacy ${w} io_poll_delay=${ioPollDelay} (${delay}): ${p.ios} I/Os, ${Math.round(p.iops)} IOPS, CPU ${((p.cpuSeconds / p.wallSeconds) * 100).toFixed(0)}%, ` +
-            `${(p.voluntarySwitches / Math.max(1, p.ios)).toFixed(2)} csw/IO, mean ${p.latUs.mean.toFixed(0)} µs (${((Date.now() - t1) / 1000).toFixed(0)} s; ${((Date.now() - t0) / 1000).toFixed(0)} s total)`);
-        } finally {
-          if (!stop) await g.agent('POST', '/exporter/stop', {}, 60_000).catch(() => undefined);
+          if (delay === 'adaptive' && traced) adaptive = run;
+          const q = m.poller;
+          o.log(`legacy ${p.id} ${w}${traced ? '' : ' UNTRACED'} io_poll_delay=${ioPollDelay} (${delay}${derivation ? `: ${derivation}` : ''}): ${q.ios} I/Os, ${Math.round(q.iops)} IOPS, CPU ${((q.cpuSeconds / q.wallSeconds) * 100).toFixed(1)}%, ` +
+            `${(q.voluntarySwitches / Math.max(1, q.ios)).toFixed(2)} csw/IO, mean ${q.latUs.mean.toFixed(2)} µs (${run.hostSeconds!.toFixed(0)} s; ${((Date.now() - t0) / 1000).toFixed(0)} s total)`);
         }
       }
+      await g.agent('POST', '/io_poll_delay', { device, value: -1 }).catch(() => undefined);
     }
   } catch (e) {
     session.error = (e as Error).message;
     o.log(`legacy session stopped: ${session.error}`);
   } finally {
-    if (device) await g.agent('POST', '/io_poll_delay', { device, value: -1 }).catch(() => undefined);
+    if (started) session.exporterStop = await g.agent<ExporterStop>('POST', '/exporter/stop', {}, 60_000).catch((e: Error) => ({ exit: null, log: `stop failed: ${e.message}`, bpfPrograms: [] }));
     await g.agent('POST', '/bpf/stats', { enable: false }).catch(() => undefined);
   }
   session.wallSeconds = (Date.now() - t0) / 1000;
