@@ -192,7 +192,10 @@ function timingFamilies(bpf: BpfSnapshot, names: Map<string, string>, o: BpfExpo
       full.includes(shortName(name)),
     ),
   );
-  const devs = Object.entries(bpf.deviceCounters);
+  // recordings made before sampling have no `ios`: every completion was in rq_lat then
+  const rqLat = new Map(bpf.devices.map((d) => [d.dev, d.hists.rq_lat?.count]));
+  const devs = Object.entries(bpf.deviceCounters).map(([dev, c]): [string, Record<string, number>] =>
+    [dev, c['ios'] !== undefined || rqLat.get(dev) === undefined ? c : { ...c, ios: rqLat.get(dev)! }]);
   for (const [key, name, help] of DEVICE_COUNTERS) {
     out.push(family(name, 'counter', help, devs, ([dev, c]) => (c[key] !== undefined ? { labels: { device: label(dev) }, value: c[key]! } : undefined)));
   }
