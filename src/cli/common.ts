@@ -142,7 +142,7 @@ export function addHostOptions(cmd: Command): Command {
     .addOption(parsed('--bpf.sample <N|auto>',
       'time 1 in N block completions (I/O, byte, sleep and classification counts stay exact; io_latency is scaled back); auto picks N per collection to keep the programs under --bpf.cpu-budget',
       sampleArg, '1'))
-    .addOption(parsed('--bpf.cpu-budget <percent>', 'CPU the BPF programs may use, in % of one CPU: --bpf.sample=auto stays under it, the HybridpollBpfCpuOverBudget alert fires above it', budgetArg, '0.5%'));
+    .addOption(parsed('--bpf.cpu-budget <percent>', 'CPU the BPF programs may use, in % of one CPU: --bpf.sample=auto stays under it, the HybridPollBPFCPUOverBudget alert fires above it', budgetArg, '0.5%'));
   return addLogOption(addModelOptions(addBpfExpositionOptions(cmd)));
 }
 
