@@ -1,7 +1,7 @@
 // The BPF CPU meter and the --bpf.sample=auto rule (src/bpf/cost.ts): pure.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ESTIMATE_NS, nextSampleRate, SAMPLE_MAX, stepCpu } from '../../src/bpf/cost.js';
+import { ESTIMATE_NS, nextSampleRate, SAMPLE_MAX, stepCpu, type CpuMeter } from '../../src/bpf/cost.js';
 
 const S = 1e9;
 
@@ -26,7 +26,7 @@ describe('stepCpu', () => {
   it('never goes down, whatever the readings do (sysctl toggled, counters reset)', () => {
     const reading = fc.record({ bpfStats: fc.boolean(), runNs: fc.nat(), ios: fc.nat(), sample: fc.integer({ min: 1, max: 1024 }) });
     fc.assert(fc.property(fc.array(reading, { minLength: 1, maxLength: 30 }), (rs) => {
-      let m;
+      let m: CpuMeter | undefined;
       let prev = 0;
       rs.forEach((r, i) => {
         m = stepCpu(m, { ...r, atNs: i * S });
