@@ -1,7 +1,7 @@
-// The loader process: spawned once (node:child_process, argument array, no shell), handshake on its hello
+// The loader process: spawned once with execa (argument array, no shell), handshake on its hello
 // line, one request per scrape with a timeout, restarted with exponential backoff when it exits
 // or stops answering. Its stdin is a pipe: if the exporter dies, the loader sees EOF and exits.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execa } from 'execa';
 import type { Logger } from '../log.js';
 import { LineSplitter, parseLine, ProtocolError, type LoaderHello, type LoaderSnap } from './protocol.js';
 
@@ -45,9 +45,7 @@ export class LoaderClient {
   hello?: LoaderHello;
   /** why the last run ended or failed */
   lastError?: string;
-  private child?: ChildProcess;
-  /** settles when the current child has exited (stop() waits for it) */
-  private exited?: Promise<void>;
+  private child?: ReturnType<typeof execa>;
   private readonly pending = new Map<string, Pending>();
   private seq = 0;
   private spawns = 0;
@@ -97,7 +95,7 @@ export class LoaderClient {
     if (!child) return;
     child.stdin?.end(); // EOF: the loader detaches its programs and exits
     const killer = setTimeout(() => child.kill('SIGKILL'), 3000);
-    await this.exited;
+    await child;
     clearTimeout(killer);
   }
 
@@ -109,23 +107,15 @@ export class LoaderClient {
     if (this.spawns++ > 0) this.restarts += 1;
     this.o.onNewRun?.();
     this.startedAt = Date.now();
-    // The loader needs no cleanup hook of ours: it exits on stdin EOF and on the death of its
-    // parent (PR_SET_PDEATHSIG).
-    const child = spawn(this.o.file, this.o.args, { stdio: ['pipe', 'pipe', 'pipe'] });
-    this.child = child;
-    this.exited = new Promise((done) => {
-      let ended = false;
-      const end = (how: string) => {
-        if (ended) return;
-        ended = true;
-        this.onExit(child, how);
-        done();
-      };
-      // 'error' without 'exit' when the file cannot be executed at all
-      child.once('error', (e) => end(e.message));
-      // 'close', not 'exit': the last stdout lines (a fatal message) are read by then
-      child.once('close', (code, signal) => end(signal ?? `exit code ${code}`));
+    const child = execa(this.o.file, this.o.args, {
+      stdin: 'pipe',
+      stdout: 'pipe',
+      stderr: 'pipe',
+      buffer: false,
+      reject: false,
+      cleanup: true,
     });
+    this.child = child;
     let stderrLines = 0;
     const out = new LineSplitter(
       (line) => this.onLine(child, line),
@@ -145,13 +135,14 @@ export class LoaderClient {
     this.handshakeTimer = setTimeout(() => {
       if (this.child === child && this.state === 'starting') this.kill(child, `no hello within ${this.handshakeTimeoutMs()} ms`);
     }, this.handshakeTimeoutMs());
+    void child.then((r) => this.onExit(child, r.signal ?? (r.exitCode !== undefined ? `exit code ${r.exitCode}` : r.shortMessage)));
   }
 
   private handshakeTimeoutMs(): number {
     return this.o.handshakeTimeoutMs ?? 60_000;
   }
 
-  private onLine(child: ChildProcess, line: string): void {
+  private onLine(child: ReturnType<typeof execa>, line: string): void {
     if (child !== this.child) return;
     let m;
     try {
@@ -212,14 +203,14 @@ export class LoaderClient {
     p.reject(e);
   }
 
-  private kill(child: ChildProcess, why: string): void {
+  private kill(child: ReturnType<typeof execa>, why: string): void {
     if (child !== this.child) return;
     this.lastError = why;
     this.o.log.warn('bpf loader hung; killing it', { pid: child.pid, why });
     child.kill('SIGKILL');
   }
 
-  private onExit(child: ChildProcess, how: string | undefined): void {
+  private onExit(child: ReturnType<typeof execa>, how: string | undefined): void {
     if (child !== this.child) return;
     this.child = undefined;
     clearTimeout(this.handshakeTimer);
