@@ -7,7 +7,10 @@
 //     paired A B A B ..., at QD1 and QD32: medians of each and of the per-pair ratio;
 //  3. the loader's RSS (VmRSS, VmHWM) while serving those scrapes.
 // The device is a loop device with direct I/O over a file of random data under /tmp.
-//   node bench/bpf-cost/run.mjs [--seconds 5] [--pairs 5] [--no-bpftrace]
+//   node bench/bpf-cost/run.mjs [--seconds 5] [--pairs 5] [--no-bpftrace] [--no-iops]
+//     [--sample N] [--baseline OLD/build/bpf/hybridpoll-bpf [--baseline-sample N]] [--cost-runs N]
+// With --baseline, section 1 runs that loader and ours alternately (A B A B ..., --cost-runs pairs,
+// each run with the floor attached too) and reports medians and the median of the paired ratios.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,6 +30,15 @@ const opt = (name, dflt) => {
 const SECONDS = opt('--seconds', 5);
 const PAIRS = opt('--pairs', 5);
 const WITH_BPFTRACE = !args.includes('--no-bpftrace');
+const WITH_IOPS = !args.includes('--no-iops');
+const str = (name) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const BASELINE = str('--baseline') && resolve(str('--baseline'));
+const SAMPLE = opt('--sample', 1);
+const BASE_SAMPLE = opt('--baseline-sample', 1);
+const COST_RUNS = opt('--cost-runs', BASELINE ? 3 : 1);
 const PORT = 19791;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -107,17 +119,17 @@ const track = (p) => (children.add(p), p.once('exit', () => children.delete(p)),
 
 const progs = () => JSON.parse(execFileSync('bpftool', ['prog', 'show', '-j'], { encoding: 'utf8' }));
 
-async function costRun(dev) {
+async function costRun(dev, loader = LOADER, sample = SAMPLE, withBt = WITH_BPFTRACE) {
   const old = readFileSync('/proc/sys/kernel/bpf_stats_enabled', 'utf8').trim();
   const restore = () => execFileSync('sysctl', ['-q', `kernel.bpf_stats_enabled=${old}`]);
   cleanups.push(restore);
   execFileSync('sysctl', ['-q', 'kernel.bpf_stats_enabled=1']);
   const started = [];
   try {
-    started.push(await spawnReady(LOADER, [], (l) => l.startsWith('{"type":"hello"')));
+    started.push(await spawnReady(loader, sample > 1 ? [`--sample=${sample}`] : [], (l) => l.startsWith('{"type":"hello"')));
     started.push(await spawnReady(resolve(BUILD, 'floor/floor'), [], (l) => l === 'ready'));
     const beforeBt = new Set(progs().map((p) => p.id));
-    if (WITH_BPFTRACE && (await has('bpftrace'))) {
+    if (withBt && (await has('bpftrace'))) {
       const bt = track(spawn('bpftrace', [resolve(HERE, 'equivalent.bt')], { stdio: ['ignore', 'ignore', 'ignore'] }));
       bt.stopSignal = 'SIGINT';
       started.push(bt);
@@ -180,7 +192,39 @@ await preflight();
 const loop = loopDevice();
 cleanups.push(loop.detach);
 log(`loop device ${loop.path} (${basename(loop.path)}), ${SECONDS} s runs, ${PAIRS} pairs`);
+const FLOOR_OF = { hp_hrt_start: 'floor_hrt', hp_sched_sw: 'floor_sw', hp_sched_wk: 'floor_wk' };
+const summary = (cost) => {
+  const get = (who, re) => cost.rows.find((r) => r.who === who && re.test(r.name));
+  const ours = { issue: get('ours', /^hp_rq_issue$/), complete: get('ours', /^hp_rq_done$/) };
+  const floor = { issue: get('floor', /^floor_issue$/), complete: get('floor', /^floor_done$/) };
+  const per = (r) => r?.nsPerEvent ?? NaN;
+  const other = Object.fromEntries(cost.rows.filter((x) => x.who === 'ours' && x !== ours.issue && x !== ours.complete)
+    .map((r) => [r.name, { ns: r.nsPerEvent, cnt: r.cnt, floor: per(get('floor', new RegExp(`^${FLOOR_OF[r.name]}$`))) }]));
+  return { ours, floor, pair: per(ours.issue) + per(ours.complete), floorPair: per(floor.issue) + per(floor.complete), other, cost };
+};
 try {
+  if (BASELINE) {
+    // A B A B: the baseline loader and ours, each with the floor, on the same loop device
+    const runs = [];
+    for (let i = 0; i < COST_RUNS; i++) {
+      const a = summary(await costRun(loop.path, BASELINE, BASE_SAMPLE, false));
+      const b = summary(await costRun(loop.path, LOADER, SAMPLE, false));
+      runs.push({ a, b });
+      log(`cost pair ${i + 1}: before ${a.pair.toFixed(0)} ns (floor ${a.floorPair.toFixed(0)}), after ${b.pair.toFixed(0)} ns (floor ${b.floorPair.toFixed(0)})`);
+    }
+    const m = (f) => median(runs.map(f));
+    const row = (name, s) => `| ${name} | ${m((r) => s(r).ours.issue.nsPerEvent).toFixed(0)} ns | ${m((r) => s(r).ours.complete.nsPerEvent).toFixed(0)} ns | ${m((r) => s(r).pair).toFixed(0)} ns | ${m((r) => s(r).floorPair).toFixed(0)} ns | ${m((r) => s(r).pair / s(r).floorPair).toFixed(2)}× |`;
+    console.log(`\n## ns per event, A/B, ${COST_RUNS} pairs of fio QD32 ${SECONDS} s runs (medians)\n`);
+    console.log('| loader | issue | complete | issue + complete | floor pair (same run) | / floor |\n|---|---|---|---|---|---|');
+    console.log(row(`before (${BASELINE}${BASE_SAMPLE > 1 ? `, --sample=${BASE_SAMPLE}` : ''})`, (r) => r.a));
+    console.log(row(`after (${LOADER}${SAMPLE > 1 ? `, --sample=${SAMPLE}` : ''})`, (r) => r.b));
+    console.log(`\nmedian of the paired ratios after/before, issue + complete: ×${m((r) => r.b.pair / r.a.pair).toFixed(2)}`);
+    console.log('\n| program | before ns/run | after ns/run | floor ns/run (same hook) | after / floor |\n|---|---|---|---|---|');
+    for (const name of Object.keys(runs[0].b.other)) {
+      const v = (s, k) => m((r) => s(r).other[name]?.[k] ?? NaN);
+      console.log(`| ${name} | ${v((r) => r.a, 'ns').toFixed(0)} | ${v((r) => r.b, 'ns').toFixed(0)} (${v((r) => r.b, 'cnt').toFixed(0)} runs) | ${v((r) => r.b, 'floor').toFixed(0)} | ${m((r) => r.b.other[name].ns / r.b.other[name].floor).toFixed(2)}× |`);
+    }
+  } else {
   const cost = await costRun(loop.path);
   const get = (who, re) => cost.rows.find((r) => r.who === who && re.test(r.name));
   const pair = (who, i, c) => [get(who, i), get(who, c)];
@@ -189,15 +233,20 @@ try {
   const [bi, bc] = pair('bpftrace', /issue/, /compl/);
   const fmt = (r) => (r ? `${r.nsPerEvent.toFixed(0)} ns (${r.cnt} runs${r.misses ? `, ${r.misses} recursion misses` : ''})` : 'n/a');
   const floorPair = fi.nsPerEvent + fc.nsPerEvent;
-  console.log(`\n## ns per event, fio QD32 ${SECONDS} s (${cost.fio.ios} I/Os, ${cost.fio.iops.toFixed(0)} IOPS)\n`);
+  console.log(`\n## ns per event, fio QD32 ${SECONDS} s (${cost.fio.ios} I/Os, ${cost.fio.iops.toFixed(0)} IOPS${SAMPLE > 1 ? `, --sample=${SAMPLE}` : ''})\n`);
   console.log('| program | issue | complete | issue + complete | / floor |\n|---|---|---|---|---|');
   for (const [name, i, c] of [['floor (count only, tp_btf)', fi, fc], ['ours (hp_rq_issue, hp_rq_done)', oi, oc], ['bpftrace equivalent.bt', bi, bc]]) {
     if (!i || !c) continue;
     const sum = i.nsPerEvent + c.nsPerEvent;
     console.log(`| ${name} | ${fmt(i)} | ${fmt(c)} | ${sum.toFixed(0)} ns | ${(sum / floorPair).toFixed(2)}× |`);
   }
-  console.log('\nOther programs of ours in the same run:');
-  for (const r of cost.rows.filter((x) => x.who === 'ours' && x !== oi && x !== oc)) console.log(`- ${r.name}: ${fmt(r)}`);
+  console.log('\nOther programs of ours in the same run (floor: a count-only program on the same hook):');
+  for (const r of cost.rows.filter((x) => x.who === 'ours' && x !== oi && x !== oc)) {
+    const f = FLOOR_OF[r.name] && get('floor', new RegExp(`^${FLOOR_OF[r.name]}$`));
+    console.log(`- ${r.name}: ${fmt(r)}${f ? `; floor ${fmt(f)}` : ''}`);
+  }
+  }
+  if (WITH_IOPS) {
 
   const all = {};
   for (const qd of [1, 32]) all[qd] = await pairs(loop.path, qd);
@@ -209,6 +258,7 @@ try {
   }
   const rss = Object.values(all).flat();
   console.log(`\nLoader RSS while serving: VmRSS median ${median(rss.map((r) => r.loaderRssKb))} kB, max VmHWM ${Math.max(...rss.map((r) => r.loaderHwmKb))} kB; exporter (node) VmRSS median ${median(rss.map((r) => r.exporterRssKb))} kB.`);
+  }
 } finally {
   loop.detach();
 }

@@ -93,6 +93,21 @@ export function healthDashboard(c: BundleConfig): Dashboard {
       queries: [{ expr: `rate(process_cpu_seconds_total${N}[$__rate_interval])`, legend: `{{${node}}}` }],
     }).legend(legendTable()).min(0))
     .withPanel(setup(new timeseries.PanelBuilder(), {
+      title: 'BPF CPU against budget',
+      description: 'CPU of the exporter\'s in-kernel BPF programs on each node (hybridpoll_bpf_cpu_seconds_total: measured with kernel.bpf_stats_enabled=1, otherwise estimated from the block completions; the legend says which) and the node\'s --bpf.cpu-budget. Above the budget for 15m fires HybridPollBPFCPUOverBudget; --bpf.sample=auto keeps it under.',
+      unit: CORES,
+      queries: [
+        { expr: `rate(hybridpoll_bpf_cpu_seconds_total${N}[$__rate_interval]) * on (${node}) group_left (source) hybridpoll_bpf_cpu_source_info${N}`, legend: `{{${node}}} ({{source}})` },
+        { expr: `hybridpoll_bpf_cpu_budget_ratio${N}`, legend: `{{${node}}} budget` },
+      ],
+    }).legend(legendTable()).min(0))
+    .withPanel(setup(new timeseries.PanelBuilder(), {
+      title: 'BPF sampling rate',
+      description: 'The BPF programs time 1 in this many block completions on each node (--bpf.sample; with auto, the rate chosen to stay under the CPU budget). Counts stay exact; latency histograms are scaled back.',
+      unit: 'none',
+      queries: [{ expr: `hybridpoll_bpf_sample_rate${N}`, legend: `{{${node}}}` }],
+    }).legend(legendTable()).min(0))
+    .withPanel(setup(new timeseries.PanelBuilder(), {
       title: 'BPF programs CPU',
       description: 'CPU the in-kernel BPF programs spend, by program, summed over the selected nodes. Only reported while kernel.bpf_stats_enabled=1 on the node (the kernel does not count otherwise).',
       unit: CORES,

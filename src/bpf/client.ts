@@ -82,6 +82,11 @@ export class LoaderClient {
     });
   }
 
+  /** Asks the running loader to time 1 in n completions from now on (it answers with a sample line). */
+  setSample(n: number): void {
+    if (this.state === 'running' && this.hello?.sample !== undefined) this.child?.stdin?.write(`sample ${n}\n`);
+  }
+
   async stop(): Promise<void> {
     this.state = 'stopped';
     clearTimeout(this.retryTimer);
@@ -173,6 +178,9 @@ export class LoaderClient {
         p.resolve(m);
         return;
       }
+      case 'sample':
+        this.o.log.debug('bpf sampling rate set', { n: m.n });
+        return;
       case 'fatal':
         this.fatal = m.msg;
         this.o.log.error('bpf loader failed', { err: m.msg });

@@ -11,6 +11,7 @@ import type { Logger } from '../log.js';
 import { deviceSelected, type DeviceFilter } from '../sources/reader.js';
 import { RestartAccumulator } from './accumulate.js';
 import { LoaderClient } from './client.js';
+import { nextSampleRate, stepCpu, type CpuMeter } from './cost.js';
 import { toBpfSnapshot } from './protocol.js';
 import type { BpfSource } from './source.js';
 import type { BpfCause, BpfSnapshot, BpfStatus } from './types.js';
@@ -35,7 +36,13 @@ export interface BpfCollectorOptions {
   filter?: DeviceFilter;
   /** called when a loader run is up and can answer (serve's refresh loop reads it at once) */
   onRunning?: () => void;
+  /** --bpf.sample: time 1 in N completions, or pick N per collection to stay under cpuBudget */
+  sample?: number | 'auto';
+  /** --bpf.cpu-budget as a fraction of one CPU (0.005 = 0.5 %) */
+  cpuBudget?: number;
 }
+
+export const DEFAULT_CPU_BUDGET = 0.005;
 
 /** Whether the filter restricts anything (otherwise every device passes). */
 const filters = (f: DeviceFilter | undefined): f is DeviceFilter => !!f && (!!f.include || !!f.exclude);
@@ -82,6 +89,7 @@ export class BpfCollector implements BpfSource {
   private blocked?: Blocked & { state: 'disabled' | 'failed' };
   /** "major:minor" → block device name from sysfs (undefined: not there) */
   private readonly names = new Map<string, string | undefined>();
+  private cpu?: CpuMeter;
 
   private constructor(private readonly o: BpfCollectorOptions) {}
 
@@ -100,7 +108,12 @@ export class BpfCollector implements BpfSource {
     const ringKey = [...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, '0')).join('');
     c.client = new LoaderClient({
       file: loader,
-      args: [...(o.extraArgs ?? []), ...(o.forceTracepoint ? ['--force-tracepoint'] : []), '--ring-key', ringKey, '--sysfs', o.paths?.sysfs ?? '/sys'],
+      args: [
+        ...(o.extraArgs ?? []),
+        ...(o.forceTracepoint ? ['--force-tracepoint'] : []),
+        ...(typeof o.sample === 'number' && o.sample > 1 ? [`--sample=${o.sample}`] : []),
+        '--ring-key', ringKey, '--sysfs', o.paths?.sysfs ?? '/sys',
+      ],
       timeoutMs: o.timeoutMs,
       log: o.log,
       ...(o.client?.handshakeTimeoutMs ? { handshakeTimeoutMs: o.client.handshakeTimeoutMs } : {}),
@@ -149,7 +162,7 @@ export class BpfCollector implements BpfSource {
     for (const dev of this.acc.devices()) {
       if (!reported.has(dev) && (await access(`${sysfs}/dev/block/${dev}`).then(() => false, () => true))) this.acc.forget(dev);
     }
-    const out = this.acc.apply(raw);
+    const out = this.withCpu(this.acc.apply(raw));
     const f = this.o.filter;
     if (!filters(f)) return out;
     for (const d of out.devices.map((x) => x.dev).concat(Object.keys(out.deviceCounters))) {
@@ -160,6 +173,22 @@ export class BpfCollector implements BpfSource {
       const name = this.names.get(dev);
       return name === undefined ? !f.include : deviceSelected(name, f);
     });
+  }
+
+  /** Steps the CPU meter; in auto mode, asks the loader for the rate the budget allows. */
+  private withCpu(s: BpfSnapshot): BpfSnapshot {
+    const budget = this.o.cpuBudget ?? DEFAULT_CPU_BUDGET;
+    const sample = s.sampleRate ?? 1;
+    const runNs = Object.values(s.programs).reduce((a, p) => a + (p.runTimeNs ?? 0), 0);
+    this.cpu = stepCpu(this.cpu, { bpfStats: s.bpfStats === true, runNs, ios: s.counters['ios'] ?? 0, sample, atNs: s.takenAtNs });
+    if (this.o.sample === 'auto') {
+      const next = nextSampleRate(sample, this.cpu.share, budget);
+      if (next !== sample) {
+        this.o.log.info('bpf sampling rate changed', { from: sample, to: next, cpu_share: this.cpu.share?.toPrecision(3), iops: Math.round(this.cpu.iops ?? 0) });
+        this.client?.setSample(next);
+      }
+    }
+    return { ...s, cpu: { seconds: this.cpu.seconds, source: this.cpu.source, budget } };
   }
 
   async stop(): Promise<void> {

@@ -39,6 +39,11 @@ __u64 sleepers = 0;
 /* tracepoint path: tasks with a busy window open (polled I/O in flight): gates sched_switch too */
 __u64 busy_tasks = 0;
 
+/* Sampling (--sample, the exporter's --bpf.sample): the latency of 1 in sample_n completions is
+ * timed and added with weight sample_n; the others only count. Its own section (.data), away from
+ * the gates other CPUs write: it is read by every completion. The loader changes it at run time. */
+__u32 sample_n SEC(".data") = 1;
+
 /* address of hrtimer_wakeup, the callback of every hrtimer_sleeper (resolved from kallsyms) */
 extern const void hrtimer_wakeup __ksym __weak;
 
@@ -240,28 +245,81 @@ static __always_inline struct hist *hist_add(u32 dev, u32 kind, u64 v)
 	return hist_put(hist_get(dev, kind), v);
 }
 
+/* 1 in sample_n requests is timed, chosen by a hash of its start_time_ns and tag: both are fixed
+ * before issue, so the choice needs no state and no lookup, and it is independent of the latency
+ * it selects (requests of one plug share start_time_ns; their tags tell them apart). */
+static __always_inline u32 rq_weight(struct request *rq, u64 ts, const bool btf)
+{
+	u32 n = sample_n;
+	u64 x;
+
+	if (n <= 1)
+		return 1;
+	x = (ts ^ ((u64)(u32)RD(btf, rq, tag) << 32)) * 0x9E3779B97F4A7C15ULL;
+	/* the hash's top 32 bits scaled to [0, n) (a multiply, not a division): 0 in 1 of n */
+	return ((x >> 32) * n) >> 32 ? 0 : n;
+}
+
+/* dev's slot in this CPU's rq_slots: the first of HP_RQ_PROBES slots from its hash that holds it
+ * or is free (claimed then); NULL when all are taken by other devices. Probing, because devices
+ * collide in 32 slots more often than not (the bench's loop1 and vda share one) and a collision
+ * sent every completion of one of them to the shared hash with atomic adds. */
+static __always_inline struct rq_slot *rq_slot_of(u32 dev)
+{
+	u32 h = hp_rq_slot(dev);
+
+#pragma unroll
+	for (u32 i = 0; i < HP_RQ_PROBES; i++) {
+		u32 k = (h + i) & (HP_RQ_SLOTS - 1);
+		struct rq_slot *s = bpf_map_lookup_elem(&rq_slots, &k);
+
+		if (!s)
+			return NULL;
+		if (s->dev == dev)
+			return s;
+		if (!s->dev) {
+			s->dev = dev;
+			return s;
+		}
+	}
+	return NULL;
+}
+
 /* One completion into rq_lat. The hot path: dev's slot in this CPU's array, claimed on first use,
  * plain increments (block tracepoints run with preemption off, and one CPU's programs do not
- * interleave). Only when another device holds the slot, the shared map with atomic adds. */
-static __always_inline void rq_lat_add(u32 dev, u64 v, unsigned int bytes, int error)
+ * interleave). The slot counts every completion (ios, bytes, errors: exact); a sampled one
+ * (weight w > 0) adds w to its bucket and w x latency to the sum, so the histogram estimates every
+ * completion whatever the rate was when it completed. Only when the device finds no slot, the
+ * shared map with atomic adds, every completion timed (weight 1: its count is the exact one). */
+static __always_inline void rq_lat_add(u32 dev, u64 ts, u32 w, unsigned int bytes, int error)
 {
-	u32 k = hp_rq_slot(dev);
-	struct rq_slot *s = bpf_map_lookup_elem(&rq_slots, &k);
-	u64 idx = bucket_of(v);
+	struct rq_slot *s = rq_slot_of(dev);
+	u64 now, v, idx;
 	struct hist *h;
 
-	barrier_var(idx);
-	if (idx >= HP_NB)
-		return;
-	if (s && (s->dev == dev || !s->dev)) {
-		s->dev = dev;
-		s->h.slots[idx]++;
-		s->h.sum += v;
+	if (s) {
+		s->ios++;
 		s->h.aux0 += bytes;
 		if (error)
 			s->h.aux1++;
+		if (!w)
+			return;
+		now = bpf_ktime_get_ns();
+		v = now > ts ? now - ts : 0;
+		idx = bucket_of(v);
+		barrier_var(idx);
+		if (idx >= HP_NB)
+			return;
+		s->h.slots[idx] += w;
+		s->h.sum += v * w;
 		return;
 	}
+	now = bpf_ktime_get_ns();
+	v = now > ts ? now - ts : 0;
+	idx = bucket_of(v);
+	barrier_var(idx);
+	if (idx >= HP_NB)
+		return;
 	h = hist_get(dev, HK_RQ_LAT);
 	if (!h)
 		return;
@@ -558,12 +616,13 @@ static __always_inline void classify_tp(struct task_st *st, u32 dev, u64 now, u6
 static __always_inline int on_complete(struct request *rq, int error, unsigned int nr_bytes,
 				       const bool btf)
 {
-	u64 ts = RD(btf, rq, start_time_ns), now, delta;
+	u64 ts = RD(btf, rq, start_time_ns), now;
 	struct task_st *st;
 	struct dev_ctr *dc;
-	u32 dev, tid;
+	u32 dev, tid, w = 1;
 
 	if (!ts) {
+		/* not stamped by the kernel (iostats off): timed from issue, every one (weight 1) */
 		u64 key = (u64)rq, *tsp = bpf_map_lookup_elem(&starts, &key);
 
 		if (!tsp) {
@@ -573,13 +632,13 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 		ts = *tsp;
 		bpf_map_delete_elem(&starts, &key);
 		ctr_inc(C_TS_HASH);
+	} else {
+		w = rq_weight(rq, ts, btf);
 	}
 	dev = rq_dev(rq, btf);
 	if (!dev)
 		return 0;
-	now = bpf_ktime_get_ns();
-	delta = now > ts ? now - ts : 0;
-	rq_lat_add(dev, delta, nr_bytes, error);
+	rq_lat_add(dev, ts, w, nr_bytes, error);
 	if (!(RD(btf, rq, cmd_flags) & polled_mask()))
 		return 0;
 	dc = dev_ctr_get(dev);
@@ -591,6 +650,8 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 	st = task_get(tid, false);
 	if (!st)
 		return 0;
+	/* the poll path follows every polled request: its sleeps and classification are counts */
+	now = bpf_ktime_get_ns();
 	if (st->inflight)
 		st->inflight--;
 	st->t_polled = now;

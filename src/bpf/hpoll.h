@@ -43,14 +43,20 @@ struct hist {
 	__u64 aux1;
 };
 
-/* rq_lat fast path: a per-CPU array of device slots (slot = hash of dev); a device whose slot is
- * taken on that CPU uses the hists map. The loader merges both. */
-#define HP_RQ_SLOTS 32
+/* rq_lat fast path: a per-CPU array of device slots (the first free or own slot of HP_RQ_PROBES
+ * from the hash of dev); a device that finds all taken on that CPU uses the hists map. A device
+ * may hold two slots of one CPU (a slot before it freed when its device went): the loader merges
+ * every slot and the map by device. */
+#define HP_RQ_SLOTS 32 /* a power of two */
+#define HP_RQ_PROBES 4
 
 struct rq_slot {
+	struct hist h;
+	/* after h, in the cache line of h.sum, aux0, aux1: a completion that is only counted (not
+	 * sampled) touches that one line */
+	__u64 ios;   /* completions, every one (h counts the sampled ones with their weight) */
 	__u32 dev;   /* 0: free */
 	__u32 pad;
-	struct hist h;
 };
 
 static inline __u32 hp_rq_slot(__u32 dev)

@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,8 +96,11 @@ static struct {
 	const char *exclude;
 	const char *sysfs;
 	__u64 ring_key[2];
+	__u32 sample;
 	int verbose;
-} opt = { .calib_pct = 200, .sysfs = "/sys" };
+} opt = { .calib_pct = 200, .sysfs = "/sys", .sample = 1 };
+
+#define SAMPLE_MAX 65536
 
 static volatile sig_atomic_t stop;
 static void on_signal(int s) { (void)s; stop = 1; }
@@ -387,6 +391,7 @@ static struct hpoll *attempt(bool issue_arg1)
 	skel->rodata->issue_arg1 = issue_arg1;
 	skel->rodata->test_tgid = opt.test_tgid;
 	skel->rodata->calib_pct = opt.calib_pct;
+	skel->data->sample_n = opt.sample;
 	/* the per-device blocks of the fentry path (11.8 KB each, preallocated) are unused otherwise */
 	if (!fentry)
 		bpf_map__set_max_entries(skel->maps.fdev, 1);
@@ -470,6 +475,7 @@ static bool pid_alive(__u32 pid)
 struct agg {
 	struct hist_key key;
 	struct hist h;
+	__u64 ios; /* rq_lat: completions counted one by one (the buckets are weighted when sampled) */
 };
 static struct agg *aggs;
 static int naggs, caggs;
@@ -490,6 +496,11 @@ static struct hist *agg_for(struct hist_key k)
 	memset(&aggs[naggs], 0, sizeof(aggs[naggs]));
 	aggs[naggs].key = k;
 	return &aggs[naggs++].h;
+}
+
+static struct agg *agg_of(struct hist *h)
+{
+	return (struct agg *)((char *)h - offsetof(struct agg, h));
 }
 
 static void hist_addto(struct hist *dst, const struct hist *src)
@@ -543,8 +554,12 @@ static void collect_hists(struct hpoll *skel)
 	naggs = 0;
 	while (bpf_map_get_next_key(fd, prev, &key) == 0) {
 		prev = &key;
-		if (key.kind < HK_MAX && !bpf_map_lookup_elem(fd, &key, &h) && (a = agg_for(key)))
+		if (key.kind < HK_MAX && !bpf_map_lookup_elem(fd, &key, &h) && (a = agg_for(key))) {
 			hist_addto(a, &h);
+			/* rq_lat in `hists` (a device whose per-CPU slot is taken) times every completion */
+			for (int i = 0; key.kind == HK_RQ_LAT && i < HP_NB; i++)
+				agg_of(a)->ios += h.slots[i];
+		}
 	}
 	for (__u32 k = 0; vals && k < HP_RQ_SLOTS; k++) {
 		if (bpf_map_lookup_elem(sfd, &k, vals))
@@ -553,8 +568,10 @@ static void collect_hists(struct hpoll *skel)
 			struct rq_slot *s = (struct rq_slot *)((char *)vals + c * ssz);
 			struct hist_key hk = { .dev = s->dev, .kind = HK_RQ_LAT };
 
-			if (s->dev && (a = agg_for(hk)))
+			if (s->dev && (a = agg_for(hk))) {
 				hist_addto(a, &s->h);
+				agg_of(a)->ios += s->ios;
+			}
 		}
 	}
 	free(vals);
@@ -574,9 +591,13 @@ static void dump_hists(struct hpoll *skel)
 			count += e->h.slots[i];
 		/* the count is the sum of the buckets, so _count always equals the +Inf bucket */
 		printf("%s{\"dev\":\"%u:%u\",\"kind\":\"%s\",\"count\":%llu,\"sum\":%llu,\"aux0\":%llu,"
-		       "\"aux1\":%llu,\"b\":[", n ? "," : "", e->key.dev >> 20, e->key.dev & 0xfffff,
+		       "\"aux1\":%llu,", n ? "," : "", e->key.dev >> 20, e->key.dev & 0xfffff,
 		       kind_names[e->key.kind], (unsigned long long)count, (unsigned long long)e->h.sum,
 		       (unsigned long long)e->h.aux0, (unsigned long long)e->h.aux1);
+		/* rq_lat: the exact number of completions; count estimates it when sampling */
+		if (e->key.kind == HK_RQ_LAT)
+			printf("\"ios\":%llu,", (unsigned long long)e->ios);
+		printf("\"b\":[");
 		for (int i = 0; i < HP_NB; i++) {
 			if (!e->h.slots[i])
 				continue;
@@ -852,7 +873,7 @@ static void dump(struct hpoll *skel, const char *id)
 	prune_gone(skel);
 	printf("{\"type\":\"snap\",\"id\":");
 	json_str(id);
-	printf(",\"t\":%llu,", now_ns());
+	printf(",\"t\":%llu,\"sample\":%u,", now_ns(), skel->data->sample_n);
 	dump_hists(skel);
 	dump_devs(skel);
 	dump_rings(skel);
@@ -890,9 +911,9 @@ static void hello(bool issue_arg1, int attempts, unsigned long long t0)
 		printf("}");
 	}
 	printf("},\"issue_arg\":%d,\"polled_flag\":\"%s\",\"hybrid_poll_time\":%s,\"test_tgid\":%u,"
-	       "\"calib_pct\":%u,\"attempts\":%d,\"load_us\":%llu}\n",
+	       "\"calib_pct\":%u,\"sample\":%u,\"attempts\":%d,\"load_us\":%llu}\n",
 	       issue_arg1, polled_flag_name(), has_member("io_ring_ctx", "hybrid_poll_time") ? "true" : "false",
-	       opt.test_tgid, opt.calib_pct, attempts, (now_ns() - t0) / 1000);
+	       opt.test_tgid, opt.calib_pct, opt.sample, attempts, (now_ns() - t0) / 1000);
 	fflush(stdout);
 }
 
@@ -912,8 +933,20 @@ static void handle(struct hpoll *skel, char *line)
 		dump(skel, id);
 		return;
 	}
+	if (!strncmp(line, "sample ", 7)) {
+		char *end;
+		unsigned long n = strtoul(line + 7, &end, 10);
+
+		if (!*end && n >= 1 && n <= SAMPLE_MAX) {
+			/* read by the next completion on each CPU; a sample already weighted keeps its weight */
+			skel->data->sample_n = n;
+			printf("{\"type\":\"sample\",\"n\":%lu}\n", n);
+			fflush(stdout);
+			return;
+		}
+	}
 	printf("{\"type\":\"error\",\"msg\":");
-	json_str("unknown request (expected \"snap <id>\" or \"quit\")");
+	json_str("unknown request (expected \"snap <id>\", \"sample <1..65536>\" or \"quit\")");
 	printf("}\n");
 	fflush(stdout);
 }
@@ -1008,6 +1041,7 @@ static void usage(FILE *f)
 		"  --test-sleeper-tgid P  test mode: timed sleeps of process P count as hybrid sleeps (device 0:0)\n"
 		"  --ring-key HEX32       key for ring ids (default: random per run)\n"
 		"  --sysfs DIR            sysfs root, to drop devices that are gone (default /sys)\n"
+		"  --sample N             time 1 in N completions (1..65536, default 1); counts stay exact\n"
 		"  -v, --verbose          libbpf messages on stderr (twice: debug)\n"
 		"  --version, --help\n"
 		"Protocol on stdin/stdout: see src/bpf/README.md. SIGUSR1 detaches the programs (loaded,\n"
@@ -1024,6 +1058,7 @@ static void parse_args(int argc, char **argv)
 		{ "test-sleeper-tgid", required_argument, 0, 'T' },
 		{ "ring-key", required_argument, 0, 'k' },
 		{ "sysfs", required_argument, 0, 's' },
+		{ "sample", required_argument, 0, 'S' },
 		{ "verbose", no_argument, 0, 'v' },
 		{ "version", no_argument, 0, 'V' },
 		{ "help", no_argument, 0, 'h' },
@@ -1055,6 +1090,11 @@ static void parse_args(int argc, char **argv)
 				fatal("--ring-key must be 32 hex digits");
 			break;
 		case 's': opt.sysfs = optarg; break;
+		case 'S':
+			opt.sample = strtoul(optarg, &end, 10);
+			if (*end || opt.sample < 1 || opt.sample > SAMPLE_MAX)
+				fatal("--sample must be an integer in 1..65536");
+			break;
 		case 'v': opt.verbose++; break;
 		case 'V': printf("hybridpoll-bpf %s\n", HP_VERSION); exit(0);
 		case 'h': usage(stdout); exit(0);

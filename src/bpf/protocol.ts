@@ -40,12 +40,16 @@ export interface LoaderHello {
   testTgid: number;
   calibPct: number;
   loadUs: number;
+  /** the sampling rate the loader started with; absent from loaders without sampling */
+  sample?: number;
 }
 
 export interface LoaderHist {
   dev: string;
   kind: HistKind;
   hist: BucketHist;
+  /** rq_lat: completions counted one by one (the buckets are weighted when sampling) */
+  ios?: number;
 }
 
 export interface LoaderDevice {
@@ -85,12 +89,14 @@ export interface LoaderSnap {
   counters: Record<string, number>;
   gates: Record<string, number>;
   bpfStats: boolean;
+  /** 1 in `sample` completions timed (1 from a loader without sampling) */
+  sample: number;
   progs: Record<string, LoaderProgStats>;
   /** histogram kinds this exporter does not know (a newer loader): skipped, reported here */
   unknownKinds: string[];
 }
 
-export type LoaderMessage = LoaderHello | LoaderSnap | { type: 'error'; msg: string } | { type: 'fatal'; msg: string };
+export type LoaderMessage = LoaderHello | LoaderSnap | { type: 'sample'; n: number } | { type: 'error'; msg: string } | { type: 'fatal'; msg: string };
 
 /**
  * Splits a byte stream into lines. A line longer than maxBytes is dropped up to its newline and
@@ -207,7 +213,14 @@ function parseHello(o: Json): LoaderHello {
     testTgid: count(o['test_tgid'], 'hello.test_tgid'),
     calibPct: count(o['calib_pct'], 'hello.calib_pct'),
     loadUs: count(o['load_us'], 'hello.load_us'),
+    ...(o['sample'] !== undefined ? { sample: rate(o['sample'], 'hello.sample') } : {}),
   };
+}
+
+function rate(v: unknown, path: string): number {
+  const n = count(v, path);
+  if (n < 1) throw new ProtocolError(`${path}: expected a sampling rate >= 1`);
+  return n;
 }
 
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
@@ -245,6 +258,7 @@ function parseHist(v: unknown, path: string): LoaderHist | string {
     dev: dev(o['dev'], `${path}.dev`),
     kind: kind as HistKind,
     hist: { buckets, count: n, sumNs: count(o['sum'], `${path}.sum`), aux0: count(o['aux0'], `${path}.aux0`), aux1: count(o['aux1'], `${path}.aux1`) },
+    ...(o['ios'] !== undefined ? { ios: count(o['ios'], `${path}.ios`) } : {}),
   };
 }
 
@@ -294,6 +308,7 @@ function parseSnap(o: Json): LoaderSnap {
     counters: countRecord(o['counters'], 'snap.counters'),
     gates: countRecord(o['gates'], 'snap.gates'),
     bpfStats: count(o['bpf_stats'], 'snap.bpf_stats') === 1,
+    sample: o['sample'] === undefined ? 1 : rate(o['sample'], 'snap.sample'),
     progs: Object.fromEntries(
       Object.entries(progs).map(([k, v]) => {
         const p = obj(v, `snap.progs.${k}`);
@@ -320,6 +335,8 @@ export function parseLine(line: string): LoaderMessage {
       return parseHello(o);
     case 'snap':
       return parseSnap(o);
+    case 'sample':
+      return { type, n: rate(o['n'], 'sample.n') };
     case 'error':
     case 'fatal':
       return { type, msg: str(o['msg'], `${type}.msg`) };
@@ -347,10 +364,13 @@ const IO_URING_SETUP_HYBRID_IOPOLL = 1 << 17;
 /** A raw (per loader run, not yet restart-adjusted) BpfSnapshot from the handshake and one snap. */
 export function toBpfSnapshot(hello: LoaderHello, snap: LoaderSnap): BpfSnapshot {
   const byDev = new Map<string, Partial<Record<HistKind, BucketHist>>>();
+  const ios = new Map<string, number>();
   for (const h of snap.hists) {
     const m = byDev.get(h.dev) ?? {};
     m[h.kind] = h.hist;
     byDev.set(h.dev, m);
+    // a loader without sampling counts every completion in rq_lat itself
+    if (h.kind === 'rq_lat') ios.set(h.dev, h.ios ?? h.hist.count);
   }
   const deviceCounters: Record<string, Record<string, number>> = {};
   const devs = new Set([...byDev.keys(), ...snap.devices.map((d) => d.dev)]);
@@ -358,6 +378,7 @@ export function toBpfSnapshot(hello: LoaderHello, snap: LoaderSnap): BpfSnapshot
     const hists = byDev.get(dev) ?? {};
     const d = snap.devices.find((x) => x.dev === dev);
     const c: Record<string, number> = {
+      ios: ios.get(dev) ?? 0,
       polled_ios: d?.polledIos ?? 0,
       classified_exact: d?.classifiedExact ?? 0,
       classified_calibrated: d?.classifiedCalibrated ?? 0,
@@ -367,7 +388,7 @@ export function toBpfSnapshot(hello: LoaderHello, snap: LoaderSnap): BpfSnapshot
     deviceCounters[dev] = c;
   }
   const counters: Record<string, number> = { ...snap.counters };
-  for (const name of ['polled_ios', ...DERIVED.map(([n]) => n)]) {
+  for (const name of ['ios', 'polled_ios', ...DERIVED.map(([n]) => n)]) {
     counters[name] = Object.values(deviceCounters).reduce((a, c) => a + (c[name] ?? 0), 0);
   }
   counters['recursion_misses'] = Object.values(snap.progs).reduce((a, p) => a + p.recursionMisses, 0);
@@ -384,6 +405,8 @@ export function toBpfSnapshot(hello: LoaderHello, snap: LoaderSnap): BpfSnapshot
   return {
     takenAtNs: snap.tNs,
     pollPath: hello.pollPath,
+    sampleRate: snap.sample,
+    bpfStats: snap.bpfStats,
     programs,
     devices: [...byDev.entries()].map(([dev, hists]) => ({ dev, hists })),
     rings: snap.rings.map((r) => ({

@@ -67,17 +67,31 @@ export interface BpfSnapshot {
   /** CLOCK_MONOTONIC of the loader when the maps were read, ns */
   takenAtNs: number;
   pollPath: PollPath;
+  /**
+   * 1 in sampleRate completions was timed when the loader read its maps (--bpf.sample). rq_lat's
+   * buckets and sum are already scaled: each timed completion counts sampleRate times in the
+   * kernel, so the histogram estimates every completion even when the rate changed in between;
+   * `ios` (per device and in total) is the exact count. Absent in recordings made before sampling.
+   */
+  sampleRate?: number;
+  /** kernel.bpf_stats_enabled was 1: the programs' runTimeNs/runCount are measured */
+  bpfStats?: boolean;
+  /**
+   * CPU of our BPF programs since the exporter started (src/bpf/cost.ts): measured (bpf_stats) or
+   * estimated from the completions; budget: --bpf.cpu-budget as a fraction of one CPU.
+   */
+  cpu?: { seconds: number; source: 'bpf_stats' | 'estimate'; budget: number };
   programs: Record<string, BpfProgramStatus>;
   devices: BpfDeviceSeries[];
   rings: BpfRing[];
   /**
    * Cumulative counters, kept monotonic across loader restarts by the Node side:
-   * polled_ios, overslept, spun, sleeps, sleep_ns, spin_ns (totals over devices), start_map_full,
+   * ios (completions, exact whatever the sampling), polled_ios, overslept, spun, sleeps, sleep_ns, spin_ns (totals over devices), start_map_full,
    * issue_missed, task_map_full, hist_map_full, recursion_misses (drops), and the loader's
    * diagnostics (src/bpf/README.md).
    */
   counters: Record<string, number>;
-  /** Per-device cumulative counters, keyed by "major:minor": polled_ios, sleeps, sleep_ns, spin_ns,
+  /** Per-device cumulative counters, keyed by "major:minor": ios, polled_ios, sleeps, sleep_ns, spin_ns,
    * overslept, spun, classified_exact, classified_calibrated, sleeps_unmatched. */
   deviceCounters: Record<string, Record<string, number>>;
 }

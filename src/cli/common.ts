@@ -12,7 +12,7 @@ export interface HostOptions {
   deviceInclude?: RegExp;
   deviceExclude?: RegExp;
   logLevel: LogLevel;
-  bpf: { enable: 'auto' | 'on' | 'off'; loader?: string; timeoutMs: number; bucketsKeepEvery: number; fullHistograms: string[]; forceTracepoint: boolean };
+  bpf: { enable: 'auto' | 'on' | 'off'; loader?: string; timeoutMs: number; bucketsKeepEvery: number; fullHistograms: string[]; forceTracepoint: boolean; sample: number | 'auto'; cpuBudget: number };
   model: { windowSeconds: number; latencyBudget: number };
 }
 
@@ -45,6 +45,21 @@ export function positiveInt(v: string): number {
 }
 
 /** "60s", "5m", "500ms" or plain seconds → seconds. */
+/** --bpf.sample: 1..65536, or auto */
+export function sampleArg(v: string): number | 'auto' {
+  if (v === 'auto') return 'auto';
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 65536) throw new InvalidArgumentError('expected an integer in 1..65536, or auto');
+  return n;
+}
+
+/** --bpf.cpu-budget: a percentage of one CPU ("0.5%" or "0.5"), as a fraction */
+export function budgetArg(v: string): number {
+  const n = Number(v.trim().replace(/%$/, ''));
+  if (!Number.isFinite(n) || n <= 0 || n > 100) throw new InvalidArgumentError('expected a percentage of one CPU in (0, 100], such as 0.5%');
+  return n / 100;
+}
+
 export function durationArg(v: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(v.trim());
   if (!m) throw new InvalidArgumentError('expected a duration such as 500ms, 30s, 5m or 1h');
@@ -123,7 +138,11 @@ export function addHostOptions(cmd: Command): Command {
       .choices(['auto', 'on', 'off']).default('auto'))
     .option('--bpf.loader <path>', 'path of the BPF loader binary (default: the one built with the package)')
     .option('--bpf.force-tracepoint', 'never use fentry/fexit: measure hybrid polling with the tracepoint-only path (see src/bpf/README.md)')
-    .addOption(parsed('--bpf.timeout <duration>', 'how long one scrape waits for the BPF loader', durationArg, '1s'));
+    .addOption(parsed('--bpf.timeout <duration>', 'how long one scrape waits for the BPF loader', durationArg, '1s'))
+    .addOption(parsed('--bpf.sample <N|auto>',
+      'time 1 in N block completions (I/O, byte, sleep and classification counts stay exact; io_latency is scaled back); auto picks N per collection to keep the programs under --bpf.cpu-budget',
+      sampleArg, '1'))
+    .addOption(parsed('--bpf.cpu-budget <percent>', 'CPU the BPF programs may use, in % of one CPU: --bpf.sample=auto stays under it, the HybridPollBPFCPUOverBudget alert fires above it', budgetArg, '0.5%'));
   return addLogOption(addModelOptions(addBpfExpositionOptions(cmd)));
 }
 
@@ -176,6 +195,8 @@ export function hostOptionsOf(raw: Raw, cmd: Command): HostOptions {
       bucketsKeepEvery: exposition.keepEvery,
       fullHistograms: exposition.fullHistograms,
       forceTracepoint: raw['bpf.forceTracepoint'] === true,
+      sample: raw['bpf.sample'] as number | 'auto',
+      cpuBudget: raw['bpf.cpuBudget'] as number,
     },
     model: { windowSeconds: raw['model.window'] as number, latencyBudget: raw['model.latencyBudget'] as number },
   };

@@ -30,6 +30,8 @@ export async function bpfSourceOf(o: HostOptions, log: Logger, onRunning?: () =>
     ...(o.bpf.loader ? { loader: o.bpf.loader } : {}),
     timeoutMs: o.bpf.timeoutMs,
     forceTracepoint: o.bpf.forceTracepoint,
+    sample: o.bpf.sample,
+    cpuBudget: o.bpf.cpuBudget,
     paths: { sysfs: o.paths.sysfs },
     filter: { ...(o.deviceInclude ? { include: o.deviceInclude } : {}), ...(o.deviceExclude ? { exclude: o.deviceExclude } : {}) },
     log,

@@ -3,8 +3,14 @@
 // error out. Reading the referenced files and serving live in webServer.ts.
 import { isAbsolute, join } from 'node:path';
 import type { SecureVersion } from 'node:tls';
-import { parseDocument } from 'yaml';
+import { createRequire } from 'node:module';
 import { fail, ok, quote, type Parsed } from '../sources/result.js';
+
+// yaml is loaded on the first --web.config.file, not at start: most exporters run without one,
+// and the module is ~5 MiB of the process's RSS (bench/README.md, "The cost table").
+const requireLazy = createRequire(import.meta.url);
+let yaml: typeof import('yaml') | undefined;
+const loadYaml = (): typeof import('yaml') => (yaml ??= requireLazy('yaml') as typeof import('yaml'));
 
 /** A PEM given inline in the YAML or as a file (relative paths are relative to the config file). */
 export type Pem = { file: string } | { inline: string };
@@ -245,7 +251,7 @@ function parseRateLimit(v: unknown): WebConfig['rateLimit'] {
 /** Parse a web config file's text. `dir` is the file's directory, for relative file names. */
 export function parseWebConfig(text: string, dir: string): Parsed<WebConfig> {
   try {
-    const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false });
+    const doc = loadYaml().parseDocument(text, { uniqueKeys: true, prettyErrors: false });
     if (doc.errors.length > 0) return fail(`not valid YAML: ${doc.errors[0]!.message.split('\n')[0]}`);
     const root = section(doc.toJS({ maxAliasCount: 100 }), 'web config', ['tls_server_config', 'http_server_config', 'basic_auth_users', 'rate_limit']);
     const http = section(root['http_server_config'], 'http_server_config', ['http2', 'headers']);

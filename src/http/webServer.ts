@@ -1,9 +1,9 @@
 // The HTTP(S) listener with --web.config.file applied: TLS whose certificates reload on change,
 // bcrypt basic auth, extra headers and a rate limit, all re-checked on every connection/request
 // like exporter-toolkit. Without a config file: plain HTTP, nothing else.
-import bcrypt from 'bcryptjs';
 import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer as createHttpServer, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Server } from 'node:net';
@@ -11,6 +11,11 @@ import { dirname } from 'node:path';
 import { createSecureContext, type SecureContextOptions, type TLSSocket } from 'node:tls';
 import type { Logger } from '../log.js';
 import { filesOf, parseWebConfig, type Pem, type WebConfig } from './webConfig.js';
+
+// bcryptjs only when basic auth is configured (loaded at the first check), as yaml in webConfig.ts
+const requireLazy = createRequire(import.meta.url);
+let bcryptjs: typeof import('bcryptjs') | undefined;
+const bcrypt = { compare: (pass: string, hash: string) => (bcryptjs ??= requireLazy('bcryptjs') as typeof import('bcryptjs')).compare(pass, hash) };
 
 /** Config, certificates and keys are small; anything bigger is a mistake, not something to buffer. */
 const MAX_FILE_BYTES = 1024 * 1024;

@@ -122,6 +122,7 @@ const HISTOGRAMS: [HistKind, string, string][] = [
 ];
 
 const DEVICE_COUNTERS: [string, string, string][] = [
+  ['ios', 'ios_total', 'Block I/Os completed, every one whatever --bpf.sample (io_latency_seconds_count estimates it when sampling).'],
   ['polled_ios', 'polled_ios_total', 'Polled I/Os completed.'],
   ['sleeps', 'poll_sleeps_total', 'Hybrid-poll sleeps.'],
   ['overslept', 'poll_overslept_ios_total', 'Polled I/Os found complete on the first poll after the sleep.'],
@@ -191,7 +192,10 @@ function timingFamilies(bpf: BpfSnapshot, names: Map<string, string>, o: BpfExpo
       full.includes(shortName(name)),
     ),
   );
-  const devs = Object.entries(bpf.deviceCounters);
+  // recordings made before sampling have no `ios`: every completion was in rq_lat then
+  const rqLat = new Map(bpf.devices.map((d) => [d.dev, d.hists.rq_lat?.count]));
+  const devs = Object.entries(bpf.deviceCounters).map(([dev, c]): [string, Record<string, number>] =>
+    [dev, c['ios'] !== undefined || rqLat.get(dev) === undefined ? c : { ...c, ios: rqLat.get(dev)! }]);
   for (const [key, name, help] of DEVICE_COUNTERS) {
     out.push(family(name, 'counter', help, devs, ([dev, c]) => (c[key] !== undefined ? { labels: { device: label(dev) }, value: c[key]! } : undefined)));
   }
@@ -226,10 +230,22 @@ const DROPS: [string, string][] = [
   ['recursion_misses', 'recursion'],
 ];
 
+/** --bpf.cpu-budget's default, for recordings made before the budget was recorded */
+const DEFAULT_CPU_BUDGET = 0.005;
+
+/** The programs' CPU: the collector's meter, or (recordings before it) their measured run time. */
+function cpuOf(bpf: BpfSnapshot | undefined): BpfSnapshot['cpu'] {
+  if (!bpf) return undefined;
+  if (bpf.cpu) return bpf.cpu;
+  const runs = Object.values(bpf.programs).filter((p) => p.runTimeNs !== undefined);
+  return runs.length ? { seconds: runs.reduce((a, p) => a + p.runTimeNs!, 0) / 1e9, source: 'bpf_stats', budget: DEFAULT_CPU_BUDGET } : undefined;
+}
+
 function selfFamilies(s: Snapshot): MetricFamily[] {
   const bpf = s.bpf;
   const st = s.bpfStatus;
   const programs = Object.entries(bpf?.programs ?? {});
+  const cpu = cpuOf(bpf);
   return [
     family('bpf_up', 'gauge', '1 while the BPF loader runs and answers.', [bpf !== undefined && st.state === 'running'], (up) => ({ labels: {}, value: up ? 1 : 0 })),
     family('bpf_status_info', 'gauge', 'State of the BPF collector (running, starting, disabled, failed) and why, as a fixed code (the words are in the log). Always 1.',
@@ -243,6 +259,14 @@ function selfFamilies(s: Snapshot): MetricFamily[] {
       ([p, v]) => (v.runTimeNs !== undefined ? { labels: { program: p }, value: v.runTimeNs / 1e9 } : undefined)),
     family('bpf_program_runs_total', 'counter', 'Runs of each BPF program (needs kernel.bpf_stats_enabled=1).', programs,
       ([p, v]) => (v.runCount !== undefined ? { labels: { program: p }, value: v.runCount } : undefined)),
+    family('bpf_sample_rate', 'gauge', 'The BPF programs time 1 in this many block completions (--bpf.sample); counts stay exact, io_latency_seconds is scaled back.',
+      bpf ? [bpf.sampleRate ?? 1] : [], (n) => ({ labels: {}, value: n })),
+    family('bpf_cpu_seconds_total', 'counter', 'CPU time of the exporter\'s BPF programs in the kernel: measured (kernel.bpf_stats_enabled=1) or estimated from the block completions, see hybridpoll_bpf_cpu_source_info.',
+      cpu ? [cpu] : [], (c) => ({ labels: {}, value: c.seconds })),
+    family('bpf_cpu_source_info', 'gauge', 'How hybridpoll_bpf_cpu_seconds_total is obtained: bpf_stats (every program, measured) or estimate (block programs only, completions times their cost measured by bench/bpf-cost). Always 1.',
+      cpu ? [cpu] : [], (c) => ({ labels: { source: c.source }, value: 1 })),
+    family('bpf_cpu_budget_ratio', 'gauge', 'CPU the BPF programs may use, as a fraction of one CPU (--bpf.cpu-budget).',
+      cpu ? [cpu] : [], (c) => ({ labels: {}, value: c.budget })),
   ];
 }
 

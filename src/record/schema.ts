@@ -113,6 +113,9 @@ const program = object<BpfProgramStatus>({
 const bpf = object<BpfSnapshot>({
   takenAtNs: count,
   pollPath: oneOf(['fentry', 'tracepoint', 'none'] as const),
+  sampleRate: optional(count),
+  bpfStats: optional(bool),
+  cpu: optional(object<NonNullable<BpfSnapshot['cpu']>>({ seconds: nonNegative, source: oneOf(['bpf_stats', 'estimate'] as const), budget: nonNegative })),
   programs: record(program),
   devices: array(deviceSeries),
   rings: array(ring),

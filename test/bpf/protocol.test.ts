@@ -160,6 +160,20 @@ describe('toBpfSnapshot', () => {
     expect(off.programs['rq_issue']).toEqual({ attached: true });
   });
 
+  it('takes the exact I/O count and the sampling rate from a sampling loader, and from an older one its rq_lat count and 1', () => {
+    // the older loader (no ios, no sample): every completion is in the histogram
+    expect(snap.sampleRate).toBe(1);
+    expect(snap.deviceCounters['259:0']!['ios']).toBe(3);
+    expect(snap.counters['ios']).toBe(4);
+    const weighted = snapJson({ sample: 16, hists: [{ dev: '259:0', kind: 'rq_lat', count: 32, sum: 320000, aux0: 20 * 4096, aux1: 0, ios: 20, b: [[50, 16], [60, 16]] }] });
+    const s = toBpfSnapshot(parseLine(line({ ...HELLO, sample: 16 })) as LoaderHello, parseLine(line(weighted)) as LoaderSnap);
+    expect(s.sampleRate).toBe(16);
+    expect(s.deviceCounters['259:0']!['ios']).toBe(20);
+    expect(s.devices[0]!.hists.rq_lat!.count).toBe(32); // the estimate, scaled in the kernel
+    expect(() => parseLine(line(snapJson({ sample: 0 })))).toThrow(ProtocolError);
+    expect(parseLine(line({ type: 'sample', n: 64 }))).toEqual({ type: 'sample', n: 64 });
+  });
+
   it('marks hybrid rings from their setup flags', () => {
     expect(snap.rings[0]).toEqual({ ring: '00ab12cd34ef', pid: 99, comm: 'fio', flags: 0x20001, hybrid: true, hybridPollTimeNs: 8000, sleeps: 2, iopollPasses: 5 });
   });

@@ -104,6 +104,18 @@ export function alertRules(c: BundleConfig): RuleGroup<AlertingRule> {
         },
       },
       {
+        // The budget is the node's own --bpf.cpu-budget (hybridpoll_bpf_cpu_budget_ratio): both
+        // series carry the same labels, so they match one to one.
+        alert: 'HybridPollBPFCPUOverBudget',
+        expr: `rate(hybridpoll_bpf_cpu_seconds_total{${s}}[${c.rateWindow}]) > hybridpoll_bpf_cpu_budget_ratio{${s}}`,
+        for: t.bpfCpuFor,
+        labels: { severity: 'warning' },
+        annotations: {
+          summary: 'The BPF programs of hybridpoll-exporter use more CPU than their budget.',
+          description: `The in-kernel BPF programs on ${node} use {{ $value | humanizePercentage }} of a CPU, above the node's --bpf.cpu-budget, for ${t.bpfCpuFor}.`,
+        },
+      },
+      {
         alert: 'HybridPollExporterDown',
         expr: `up{${s}} == 0`,
         for: t.exporterDownFor,

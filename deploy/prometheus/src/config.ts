@@ -17,6 +17,8 @@ export interface Thresholds {
   hybridIneffectiveFor: string;
   bpfDownFor: string;
   loaderRestartsFor: string;
+  /** How long the BPF programs' CPU may exceed the node's --bpf.cpu-budget. */
+  bpfCpuFor: string;
   exporterDownFor: string;
   /** How long the served snapshot may stay older than three collection intervals + 1 minute. */
   snapshotStaleFor: string;
@@ -54,6 +56,7 @@ export const DEFAULT_THRESHOLDS: Thresholds = {
   hybridIneffectiveFor: '15m',
   bpfDownFor: '10m',
   loaderRestartsFor: '15m',
+  bpfCpuFor: '15m',
   exporterDownFor: '5m',
   snapshotStaleFor: '5m',
 };

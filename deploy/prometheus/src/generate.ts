@@ -33,6 +33,7 @@ export const THRESHOLD_FLAGS: [string, keyof Thresholds, string, (v: string) => 
   ['--hybrid-ineffective-for', 'hybridIneffectiveFor', 'HybridPollHybridIneffective: for', dur],
   ['--bpf-down-for', 'bpfDownFor', 'HybridPollBPFCollectorDown and HybridPollBPFProgramDetached: for', dur],
   ['--loader-restarts-for', 'loaderRestartsFor', 'HybridPollBPFLoaderRestarting: for', dur],
+  ['--bpf-cpu-for', 'bpfCpuFor', 'HybridPollBPFCPUOverBudget: for', dur],
   ['--exporter-down-for', 'exporterDownFor', 'HybridPollExporterDown: for', dur],
   ['--snapshot-stale-for', 'snapshotStaleFor', 'HybridPollSnapshotStale: for', dur],
 ];
