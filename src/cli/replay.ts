@@ -1,13 +1,13 @@
 // `hybridpoll-exporter replay [FILE]`: serves /metrics, / and /healthz from a recording as if it
 // were live, through the same snapshot engine, model stage and HTTP app as `serve`.
 import { Command, Option } from 'commander';
+import type { Express } from 'express';
 import { createLogger, type Logger, type LogLevel } from '../log.js';
 import type { RecordingHeader } from '../record/format.js';
 import { SYNTHETIC_RECORDING } from '../record/shipped.js';
 import { openRecording } from '../record/reader.js';
 import { replayReader, type ReplayReader } from '../record/replay.js';
 import { SnapshotEngine } from '../snapshot/engine.js';
-import type { App } from '../http/server.js';
 import type { BpfExposition } from '../metrics/bpf.js';
 import { addBpfExpositionOptions, addLogOption, addModelOptions, addWebOptions, bpfExpositionOf, parsed, positiveNumber, type ListenAddress } from './common.js';
 
@@ -48,7 +48,7 @@ export async function summarise(file: string): Promise<RecordingSummary> {
   return { header: r.header, frames, firstMs, lastMs };
 }
 
-export async function replayApp(o: ReplayAppOptions): Promise<{ app: App; engine: SnapshotEngine; reader: ReplayReader; summary: RecordingSummary }> {
+export async function replayApp(o: ReplayAppOptions): Promise<{ app: Express; engine: SnapshotEngine; reader: ReplayReader; summary: RecordingSummary }> {
   const summary = await summarise(o.file);
   // Loaded here, not at start-up: `serve` and `--help` do not need replay's HTTP side.
   const [{ createApp }, { processRegistry }, { EfficiencyModel }] = await Promise.all([
