@@ -1,0 +1,50 @@
+// Checks known to miss their bound on the virtual-time test bed, each with the cause found and the
+// issue that owns the fix. They still run and print their figures in every profile, but the gate
+// does not fail on them: a figure counts as proven only when its check passes (docs/validation.md).
+// An entry matches one check id in named scenarios (and titles), so a new failure anywhere else,
+// or of another check, still fails the gate. Remove an entry when its fix lands.
+import type { CheckResult } from './checks.js';
+
+export interface OpenCheck {
+  /** the check's id, exactly */
+  id: string;
+  /** scenarios it is open in */
+  scenario: RegExp;
+  /** titles it is open for (default: every title of that id) */
+  title?: RegExp;
+  /** the cause, measured, and where the fix belongs */
+  cause: string;
+}
+
+const LEGACY_START =
+  'the model times the sleep from the request\'s start, the 5.10 kernel starts it ≈ 3.4 µs later (at the first poll), and that gap is also inside the measured c_sw: the modelled spin is ≈ 4.7 µs per I/O high (docs/validation-legacy.md, cause 1; src/model, issue 13/15)';
+
+export const OPEN_CHECKS: readonly OpenCheck[] = [
+  {
+    id: '3 cpu', scenario: /^(qd4-fixed50|qd1-nvme)$/,
+    cause: 'the scheduler charges the poller the wake-up latency (sched_wakeup → on CPU) that the exporter measures as poll_wake_latency but leaves out of its CPU accounting; adding it brings every scenario within +0.4…+1.5 % (docs/validation.md; src/model analyse, issue 13)',
+  },
+  {
+    id: '4 unchanged', scenario: /^(qd1-fixed50|qd4-fixed50)$/, title: /^hybrid under fentry/,
+    cause: 'the fentry programs cost ≈ 5.2 µs per hybrid I/O at QD1 in virtual time (one instruction = 1 ns), over the 5 % bound; at QD4 tracing also moves the kernel\'s sleeps per I/O (issue 16: the hybrid path\'s cost)',
+  },
+  { id: 'L6 self-check', scenario: /^legacy /, cause: LEGACY_START },
+  { id: 'L6 model ½ mean', scenario: /^legacy /, cause: LEGACY_START },
+  { id: 'L6 model ¾ mean', scenario: /^legacy /, cause: LEGACY_START },
+  { id: 'L6 model fixed', scenario: /^legacy /, cause: LEGACY_START },
+  { id: 'L6 model classic', scenario: /^legacy .* hpdrive$/, cause: `fed a censored sleeping run, E[D] becomes the found time: ${LEGACY_START}` },
+  {
+    id: 'L7 device time', scenario: /^legacy /,
+    cause: 'rq_lat and the found times start at the request\'s allocation, ≈ 2.2 µs before queue_rq where the device\'s own clock starts (docs/validation-legacy.md, cause 2; src/bpf, issue 13)',
+  },
+  {
+    id: 'L8 unchanged', scenario: /^legacy /,
+    cause: 'the tracepoint programs cost ≈ 5.9 µs per hybrid I/O in virtual time, and rq_complete runs before the kernel timestamps its poll_stat sample, so tracing lengthens the adaptive sleep itself (docs/validation-legacy.md, cause 3; issue 16)',
+  },
+];
+
+/** The open entry a failing check matches, if any (a passing check is never open). */
+export function openCause(c: CheckResult, open: readonly OpenCheck[] = OPEN_CHECKS): string | undefined {
+  if (c.pass || c.skipped) return undefined;
+  return open.find((o) => o.id === c.id && o.scenario.test(c.scenario) && (!o.title || o.title.test(c.title)))?.cause;
+}
