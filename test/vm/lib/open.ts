@@ -1,5 +1,5 @@
-// Checks known to miss their bound on the virtual-time test bed, each with the cause found and the
-// issue that owns the fix. They still run and print their figures in every profile, but the gate
+// Checks known to miss their bound on the virtual-time test bed, each with the cause found (or, where
+// it says so, suspected) and the issue that owns the fix. They still run and print their figures in every profile, but the gate
 // does not fail on them: a figure counts as proven only when its check passes (docs/validation.md).
 // An entry matches one check id in named scenarios (and titles), so a new failure anywhere else,
 // or of another check, still fails the gate. Remove an entry when its fix lands.
