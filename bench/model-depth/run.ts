@@ -12,6 +12,7 @@ import { distFromMasses, scaledToMean } from '../../src/model/dist.js';
 import { CostModel, evaluatePolicies } from '../../src/model/policies.js';
 import { evaluatePoller, type PollerEra, type PollerInput } from '../../src/model/poller/index.js';
 import type { Dist } from '../../src/model/types.js';
+import { rng } from '../../src/record/prng.js';
 
 const { values } = parseArgs({
   options: {
@@ -25,18 +26,6 @@ const nDev = Number(values.devices);
 const pairs = Number(values.pairs);
 const ios = Number(values.ios);
 const era = values.era as PollerEra;
-
-/** mulberry32 */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A histogram on the BPF grid of lognormal-ish samples, as analyse builds F_D/F_O from one (calibrated to the exact mean). */
 function histDist(rand: () => number, meanNs: number, cv: number, n = 4000): Dist {
@@ -53,7 +42,7 @@ function histDist(rand: () => number, meanNs: number, cv: number, n = 4000): Dis
 }
 
 // 64 devices of different service times and depths (1, 4, 16, 64, and a two-depth mix)
-const rand = prng(2026);
+const rand = rng(2026).next; // the synthetic recording's mulberry32
 const DEPTHS: [number, number][][] = [[[1, 1]], [[4, 1]], [[16, 1]], [[64, 1]], [[8, 3], [32, 1]]];
 const inputs: PollerInput[] = Array.from({ length: nDev }, (_, i) => ({
   era,
