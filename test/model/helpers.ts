@@ -1,17 +1,11 @@
 // Test helpers for the model: a seeded PRNG and histograms built from samples on the real grid.
 import type { BucketHist } from '../../src/bpf/types.js';
 import { bucketOf } from '../../src/model/buckets.js';
+import { rng } from '../../src/record/prng.js';
 
-/** mulberry32: deterministic uniform [0, 1). */
+/** mulberry32 (src/record/prng.ts): deterministic uniform [0, 1). */
 export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return rng(seed).next;
 }
 
 export function normal(rand: () => number, mean: number, sd: number): number {
