@@ -139,8 +139,7 @@ describe.skipIf(skip).each(VARIANTS)('sleep/wake chain with a nanosleeping stand
     const lat = hist(s, '0:0', 'wake_lat');
     console.info(`sleeper (${via}): ${req.count} sleeps, requested mean ${(req.sumNs / req.count / 1000).toFixed(1)} µs, off-CPU mean ${(off.sumNs / off.count / 1000).toFixed(1)} µs, wake overhead mean ${(ovh.sumNs / ovh.count / 1000).toFixed(1)} µs, wake latency mean ${(lat.sumNs / lat.count / 1000).toFixed(1)} µs`);
 
-    // requested: the two sleep lengths (timer slack 1 ns), 500 each; a sleep can only come out
-    // shorter by the time between Python computing its deadline and arming the timer
+    // requested: the two sleep lengths (timer slack 1 ns, relative nanosleep), 500 each
     expect(req.count).toBeGreaterThanOrEqual(998);
     expect(req.count).toBeLessThanOrEqual(1000);
     const inBucketOf = (v: number) => req.buckets.find(([i]) => i === bucketOf(v))?.[1] ?? 0;
@@ -150,13 +149,14 @@ describe.skipIf(skip).each(VARIANTS)('sleep/wake chain with a nanosleeping stand
     expect(Math.abs(req.sumNs / req.count - 1_250_000)).toBeLessThan(12_500);
 
     // off-CPU: one group per length, never shorter than the request minus going to sleep. Under
-    // heavy load a few switch-ins go unseen; those sleeps are counted as unmatched instead
+    // heavy load a few switch-ins go unseen (counted as unmatched instead) and a few wake-ups come
+    // late enough that a short sleep's interval lands past 1.5 ms: each group keeps 90 % of its 500
     const unmatched = s!.deviceCounters['0:0']?.['sleeps_unmatched'] ?? 0;
     expect(off.count).toBeGreaterThanOrEqual(0.97 * req.count);
     expect(off.count + unmatched).toBeGreaterThanOrEqual(req.count - 1);
     expect(countIn(off, 0, 400_000)).toBe(0);
-    expect(countIn(off, 400_000, 1_500_000)).toBeGreaterThanOrEqual(480);
-    expect(countIn(off, 1_800_000, Infinity)).toBeGreaterThanOrEqual(480);
+    expect(countIn(off, 400_000, 1_500_000)).toBeGreaterThanOrEqual(450);
+    expect(countIn(off, 1_800_000, Infinity)).toBeGreaterThanOrEqual(450);
 
     // wake overhead = back on CPU - timer expiry: one per off-CPU interval, small next to the
     // sleeps, and at least off-CPU - requested (it also holds arming the timer -> switching out)
