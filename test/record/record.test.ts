@@ -42,8 +42,14 @@ describe('record loop', () => {
     // Slots at 0, 20, 40, 60 ms from the first: no drift from the time the reads take.
     expect(taken.at(-1)! - taken[0]!).toBeGreaterThanOrEqual(58);
 
+    // --duration on a fake clock (each read lands 1 ms into its slot), so a loaded machine that
+    // wakes late cannot skip a slot and change the count
     const w2 = new RecordingWriter(createWriteStream(join(dir, 'dur.jsonl')), header);
-    const e2 = await recordLoop({ read: async () => frame(Date.now()), writer: w2, intervalMs: 20, durationMs: 100, signal: new AbortController().signal });
+    let t = 0;
+    const e2 = await recordLoop({
+      read: async () => { t = 20 * w2.frames + 1; return frame(t); },
+      writer: w2, intervalMs: 20, durationMs: 100, signal: new AbortController().signal, now: () => t,
+    });
     await w2.close();
     expect(e2).toBe('duration');
     expect(w2.frames).toBe(6); // 0, 20, …, 100 ms
