@@ -153,7 +153,7 @@ export interface ModelTarget {
     unresolvedAtNs?: number;
   };
   wakeOverhead: DistSummary & { source: 'measured' | 'default' };
-  /** c_sw used, and whether it was measured (iopoll − offcpu − spin per sleep) or the default */
+  /** c_sw used, and whether it was measured ((iopoll − offcpu + wake_lat − spin) per sleep) or the default */
   switchCostNs: number;
   switchCostSource: 'measured' | 'default';
   latencyBudget: number;

@@ -79,14 +79,15 @@ export const SYNTHETIC_DEVICES: readonly DeviceProfile[] = [
     tail: { probability: 0.005, factor: [1.5, 3] },
     timerSlackNs: [200, 400],
     wakeLatency: { minNs: 500, meanExcessNs: 200 },
-    switchCostNs: 1500,
+    // with the wake latency, which the scheduler charges to the poller, c_sw = 1.5 µs
+    switchCostNs: 800,
     pollCallNs: 250,
     submitToPollNs: 600,
     thinkNs: 1000,
     activity: (t) => 0.85 + 0.15 * Math.sin((2 * Math.PI * t) / 300),
   },
   {
-    // A faster device (D ~ 4.3 µs tight) polled from a busier CPU (O ≈ 2.9 µs): the kernel's sleep
+    // A faster device (D ~ 4.3 µs tight) whose poller's timers fire late (O ≈ 3.0 µs): the kernel's sleep
     // now oversleeps over a third of the I/Os, so found_slept and the censored estimator have data.
     // Its application submits, then reaps later: the ring's first I/O set a high estimate that
     // the first slept I/Os lowered at once. Load dips for two minutes in the middle.
@@ -96,8 +97,8 @@ export const SYNTHETIC_DEVICES: readonly DeviceProfile[] = [
     phases: [{ fromSeconds: -Infinity, medianNs: 4_300, blockBytes: 4096 }],
     sigma: 0.05,
     tail: { probability: 0.005, factor: [1.5, 3] },
-    timerSlackNs: [200, 400],
-    wakeLatency: { minNs: 2_300, meanExcessNs: 300 },
+    timerSlackNs: [1_600, 2_000],
+    wakeLatency: { minNs: 900, meanExcessNs: 300 },
     switchCostNs: 1500,
     pollCallNs: 200,
     submitToPollNs: 4_000,

@@ -21,10 +21,6 @@ const LEGACY_START =
 
 export const OPEN_CHECKS: readonly OpenCheck[] = [
   {
-    id: '3 cpu', scenario: /^(qd4-fixed50|qd1-nvme)$/,
-    cause: 'the scheduler charges the poller the wake-up latency (sched_wakeup → on CPU) that the exporter measures as poll_wake_latency but leaves out of its CPU accounting; adding it brings every scenario within +0.4…+1.5 % (docs/validation.md; src/model analyse, issue 13)',
-  },
-  {
     id: '4 unchanged', scenario: /^(qd1-fixed50|qd4-fixed50)$/, title: /^hybrid under fentry/,
     cause: 'the fentry programs cost ≈ 5.2 µs per hybrid I/O at QD1 in virtual time (one instruction = 1 ns), over the 5 % bound; at QD4 tracing also moves the kernel\'s sleeps per I/O (issue 16: the hybrid path\'s cost)',
   },
