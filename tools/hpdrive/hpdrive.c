@@ -5,7 +5,7 @@
 //   hybrid  hybrid IOPOLL (IOPOLL|HYBRID_IOPOLL, 6.13+): the kernel sleeps before it spins
 // No fio release has a hybrid option, hence this program.
 //
-// Usage: hpdrive [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] [-H] DEVICE
+// Usage: hpdrive [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] [-c cpu] [-H] DEVICE
 // Prints one JSON line on stdout: its own I/O count, IOPS, latency percentiles, and its CPU time
 // from /proc/thread-self/schedstat (ns, what the scheduler charged) and /proc/self/stat (ticks),
 // plus the CPU of the wait phase alone (CLOCK_THREAD_CPUTIME_ID around the waiting io_uring_enter),
@@ -13,6 +13,8 @@
 // also times empty io_uring_enter calls (no submission, no waiting) the same way, after every
 // 16th waiting call, so they share the run's conditions: the syscall's entry and exit around the
 // poll loop, which no poll-loop tracer sees.
+// It also reads every CPU's task run time (/proc/schedstat, ns) around the measured phase: what
+// ran beside it. Under icount all vCPUs advance one clock, so work elsewhere slows the poller.
 // -H (hold): after printing, keep the idle ring open until stdin reaches EOF, so that an observer
 // can read the ring's per-ring state after the run without disturbing the run itself.
 #define _GNU_SOURCE
@@ -21,6 +23,7 @@
 #include <getopt.h>
 #include <linux/fs.h>
 #include <linux/io_uring.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,10 +48,14 @@ struct ring {
   struct io_uring_cqe *cqes;
 };
 
+#define MAX_CPUS 8
+
 struct cpu_sample {
   uint64_t exec_ns, run_delay_ns, slices; /* /proc/thread-self/schedstat */
   uint64_t utime_ticks, stime_ticks;      /* /proc/self/stat fields 14, 15 */
   long nvcsw, nivcsw;                     /* getrusage */
+  uint64_t cpu_task_ns[MAX_CPUS];         /* /proc/schedstat: per CPU, time tasks ran there */
+  int ncpus, on_cpu;
 };
 
 static void fail(const char *what, int err) {
@@ -81,6 +88,20 @@ static void cpu_sample(struct cpu_sample *s) {
   getrusage(RUSAGE_SELF, &ru);
   s->nvcsw = ru.ru_nvcsw;
   s->nivcsw = ru.ru_nivcsw;
+  // "cpuN a b c d e f rq_cpu_time run_delay pcount": the 7th value is the tasks' run time (ns).
+  f = fopen("/proc/schedstat", "r");
+  if (!f) fail("open /proc/schedstat", errno);
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    int cpu;
+    unsigned long long t;
+    if (sscanf(line, "cpu%d %*u %*u %*u %*u %*u %*u %llu", &cpu, &t) == 2 && cpu >= 0 && cpu < MAX_CPUS) {
+      s->cpu_task_ns[cpu] = t;
+      if (cpu + 1 > s->ncpus) s->ncpus = cpu + 1;
+    }
+  }
+  fclose(f);
+  s->on_cpu = sched_getcpu();
 }
 
 static uint64_t thread_cpu_ns(void) {
@@ -156,7 +177,7 @@ static double pct_us(const uint64_t *v, size_t n, double q) {
 }
 
 static void usage(const char *argv0) {
-  fprintf(stderr, "usage: %s [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] [-H] DEVICE\n", argv0);
+  fprintf(stderr, "usage: %s [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] [-c cpu] [-H] DEVICE\n", argv0);
   exit(2);
 }
 
@@ -166,7 +187,7 @@ int main(int argc, char **argv) {
   double secs = 5;
   uint64_t max_ios = 0;
   int c, hold = 0;
-  while ((c = getopt(argc, argv, "m:q:b:t:n:s:H")) != -1) {
+  while ((c = getopt(argc, argv, "m:q:b:t:n:s:c:H")) != -1) {
     switch (c) {
       case 'm': mode = optarg; break;
       case 'q': depth = (unsigned)strtoul(optarg, NULL, 10); break;
@@ -175,6 +196,14 @@ int main(int argc, char **argv) {
       case 'n': max_ios = strtoull(optarg, NULL, 10); break;
       case 's': rng = strtoull(optarg, NULL, 10) | 1; break;
       case 'H': hold = 1; break;
+      case 'c': {
+        // Pinned, as pollers are: a migration mid-run parks the poller behind the other vCPU's work.
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(atoi(optarg), &set);
+        if (sched_setaffinity(0, sizeof set, &set) < 0) fail("sched_setaffinity", errno);
+        break;
+      }
       default: usage(argv[0]);
     }
   }
@@ -279,6 +308,10 @@ int main(int argc, char **argv) {
 
   qsort(lat, n, sizeof *lat, cmpu64);
   long tck = sysconf(_SC_CLK_TCK);
+  char per_cpu[MAX_CPUS * 24] = "";
+  for (int c = 0; c < c1.ncpus; c++)
+    snprintf(per_cpu + strlen(per_cpu), sizeof per_cpu - strlen(per_cpu), "%s%.6f", c ? "," : "",
+             (double)(c1.cpu_task_ns[c] - c0.cpu_task_ns[c]) / 1e9);
   double ws = (double)wall / 1e9;
   uint64_t exec = c1.exec_ns - c0.exec_ns;
   printf("{\"mode\":\"%s\",\"flags\":%u,\"qd\":%u,\"bs\":%u,\"device\":\"%s\",\"pid\":%d,"
@@ -286,13 +319,14 @@ int main(int argc, char **argv) {
          "\"lat_us\":{\"mean\":%.3f,\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"p999\":%.3f,\"max\":%.3f},"
          "\"cpu\":{\"exec_s\":%.6f,\"run_delay_s\":%.6f,\"timeslices\":%lu,\"utime_s\":%.3f,\"stime_s\":%.3f,"
          "\"util\":%.4f,\"per_io_us\":%.4f,\"wait_s\":%.6f,\"wait_calls\":%lu,\"empty_enter_ns\":%.1f},"
-         "\"ctxsw\":{\"voluntary\":%ld,\"involuntary\":%ld}}\n",
+         "\"ctxsw\":{\"voluntary\":%ld,\"involuntary\":%ld},\"cpus\":{\"on\":[%d,%d],\"task_s\":[%s]}}\n",
          mode, flags, depth, bs, dev, (int)getpid(), n, ws, (double)n / ws,
          n ? (double)sum / (double)n / 1e3 : 0, pct_us(lat, n, 0.5), pct_us(lat, n, 0.9), pct_us(lat, n, 0.99),
          pct_us(lat, n, 0.999), (double)maxlat / 1e3, (double)exec / 1e9, (double)(c1.run_delay_ns - c0.run_delay_ns) / 1e9,
          c1.slices - c0.slices, (double)(c1.utime_ticks - c0.utime_ticks) / (double)tck,
          (double)(c1.stime_ticks - c0.stime_ticks) / (double)tck, (double)exec / (double)wall,
-         n ? (double)exec / (double)n / 1e3 : 0, (double)wait_cpu / 1e9, wait_calls, empty_calls ? (double)empty_cpu / (double)empty_calls : 0.0, c1.nvcsw - c0.nvcsw, c1.nivcsw - c0.nivcsw);
+         n ? (double)exec / (double)n / 1e3 : 0, (double)wait_cpu / 1e9, wait_calls, empty_calls ? (double)empty_cpu / (double)empty_calls : 0.0, c1.nvcsw - c0.nvcsw, c1.nivcsw - c0.nivcsw,
+         c0.on_cpu, c1.on_cpu, per_cpu);
   fflush(stdout);
   if (hold) {
     char b[64];
