@@ -68,7 +68,7 @@ function info() {
   return {
     release: read('/proc/sys/kernel/osrelease'),
     cmdline: read('/proc/cmdline'),
-    nproc: readdirSync('/sys/devices/system/cpu').filter((c) => /^cpu\d+$/.test(c)).length,
+    nproc: onlineCpus(),
     pollQueuesParam: read('/sys/module/nvme/parameters/poll_queues'),
     hpsimParams,
     node: process.version,
@@ -84,7 +84,14 @@ function start(role, file, args, stdin = 'ignore') {
   const st = { child, stdout: '', stderr: '', exit: null };
   // A child that exits before its stdin is closed must not take the agent down with EPIPE.
   child.stdin?.on('error', (e) => log(`${role} stdin: ${e.message}`));
-  child.stdout.on('data', (d) => (st.stdout += d));
+  // Resolved once a line is out or the child is gone: a waiter must not poll on a timer, since
+  // in virtual time every wake-up of this process is guest CPU beside the measured run.
+  let lineOut;
+  st.line = new Promise((ok) => (lineOut = ok));
+  child.stdout.on('data', (d) => {
+    st.stdout += d;
+    if (st.stdout.includes('\n')) lineOut();
+  });
   child.stderr.on('data', (d) => {
     st.stderr += d;
     if (st.stderr.length > 1_000_000) st.stderr = st.stderr.slice(-500_000);
@@ -92,6 +99,7 @@ function start(role, file, args, stdin = 'ignore') {
   st.done = new Promise((ok) =>
     child.on('close', (code, signal) => {
       st.exit = { code, signal };
+      lineOut();
       ok(st.exit);
     }),
   );
@@ -101,6 +109,7 @@ function start(role, file, args, stdin = 'ignore') {
 }
 
 let drive = null;
+let settledThreads;
 let exporter = null;
 let watch = null;
 
@@ -117,8 +126,41 @@ function driveArgs(b) {
   else a.push('-t', String(Number(b.secs ?? 5)));
   if (b.seed !== undefined) a.push('-s', int(b.seed, 1, 2 ** 31, 'seed'));
   if (b.hold) a.push('-H');
+  // The poller on the last CPU, the agent, exporter and housekeeping free to use the others.
+  a.push('-c', String(onlineCpus() - 1));
   return [...a, b.device];
 }
+
+const onlineCpus = () => readdirSync('/sys/devices/system/cpu').filter((c) => /^cpu\d+$/.test(c)).length;
+
+/** Run time (ns) of every thread but `skipPid`'s, by "comm pid": what ran beside a measured run. */
+function threadTimes(skipPid) {
+  const out = new Map();
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d) && Number(d) !== skipPid)) {
+    let tids = [];
+    try {
+      tids = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue; /* gone */
+    }
+    for (const tid of tids) {
+      const ns = Number(read(`/proc/${pid}/task/${tid}/schedstat`)?.split(' ')[0]);
+      if (!Number.isFinite(ns)) continue;
+      // by tid: a kworker's comm names the work it runs ("kworker/u8:2+iou_exit"), which changes
+      out.set(tid, { comm: read(`/proc/${pid}/task/${tid}/comm`) ?? '?', ns });
+    }
+  }
+  return out;
+}
+
+/** The threads that ran most between two threadTimes, in ms (top 5, over 0.05 ms). */
+function topBeside(a, b) {
+  return [...b].map(([tid, t]) => [`${t.comm} ${tid}`, (t.ns - (a.get(tid)?.ns ?? 0)) / 1e6]).filter(([, ms]) => ms > 0.05)
+    .sort((x, y) => y[1] - x[1]).slice(0, 5).map(([k, ms]) => `${k}: ${ms.toFixed(2)} ms`);
+}
+
+/** Threads now running a ring's teardown (io_uring defers it to a kworker after the last close). */
+const ringExits = () => [...threadTimes(-1).values()].filter((t) => t.comm.includes('+iou_exit')).length;
 
 // Flags the host may pass to the exporter: only the product's own option families.
 const FLAG = /^--(bpf|model|collector|no-collector|log|output|interval|duration|count|description)[.\w-]*(=.*)?$/;
@@ -269,6 +311,10 @@ const routes = {
     if (drive && drive.exit === null) throw new Error('hpdrive already running');
     drive = start('hpdrive', HPDRIVE, driveArgs(b), b.hold ? 'pipe' : 'ignore');
     drive.held = !!b.hold;
+    // taken by /settle, before the quiet time: reading /proc here would leave Node's GC work
+    // running beside the run
+    drive.threadsBefore = settledThreads;
+    settledThreads = undefined;
     return { pid: drive.child.pid };
   },
   // Until hpdrive has printed its result (a held ring stays open after that) or exited.
@@ -276,7 +322,8 @@ const routes = {
     if (!drive) throw new Error('no hpdrive started');
     const st = drive;
     if (!st.held) await st.done;
-    while (!st.stdout.includes('\n') && st.exit === null) await new Promise((r) => setTimeout(r, 20));
+    await st.line;
+    const beside = st.threadsBefore ? topBeside(st.threadsBefore, threadTimes(st.child.pid)) : [];
     const exit = st.exit;
     const line = st.stdout.trim().split('\n').pop() ?? '';
     let result = null;
@@ -285,7 +332,7 @@ const routes = {
     } catch {
       /* reported below as raw output */
     }
-    return { exit, result, stdout: st.stdout.slice(-4000), stderr: st.stderr.slice(-4000) };
+    return { exit, result, beside, stdout: st.stdout.slice(-4000), stderr: st.stderr.slice(-4000) };
   },
   'POST /drive/release': async () => {
     if (!drive) throw new Error('no hpdrive started');
@@ -375,6 +422,20 @@ const routes = {
   'GET /hpsim/stats': async (_b, q) => hpsimState(hpsimDir(q.get('device'))),
   // Idle guest time (the agent only waits): under icount the clock jumps over it at almost no host
   // cost. The legacy session separates the model windows of successive runs of one exporter with it.
+  // Until no io_uring ring teardown is running: the previous run's ring exits in a kworker for
+  // a while (seen: 5–18 ms of guest CPU beside the next run); under icount that work would slow
+  // the next run's poller. Checks every 10 ms of guest time.
+  'POST /settle': async (b) => {
+    const timeout = Number(int(b.timeoutMs ?? 10_000, 1, 600_000, 'timeoutMs'));
+    const t0 = Date.now();
+    let busy = ringExits();
+    while (busy > 0 && Date.now() - t0 < timeout) {
+      await new Promise((r) => setTimeout(r, 10));
+      busy = ringExits();
+    }
+    settledThreads = threadTimes(-1);
+    return { waitedMs: Date.now() - t0, busy };
+  },
   'POST /idle': async (b) => {
     const ms = Number(int(b.ms, 1, 600_000, 'ms'));
     const t0 = Date.now();
