@@ -381,7 +381,7 @@ function check5Rows(s: SessionRuns, sc: Scenario): CheckResult[] {
   const premises = pairs.map(([h, c]) => modelPremises(h, c));
   const detail = pairs.map(([h, c], i) => `predicted ${us(h.exporter?.modelClassicCpuPerIo)}/IO vs classic run's polling CPU ${us(c.driver.waitCpuPerIo)}/IO [total ${us(c.driver.cpuPerIo)}/IO; premises ${premises[i]!.holds ? 'hold' : 'VIOLATED'}: ${premises[i]!.evidence}]`).join('; ');
   const h = s.get(sc.id, 'fentry', 'hybrid');
-  const self = everyRun(h, (r) => ({ err: r.exporter?.modelSelfError ?? NaN, text: `cpu(current) vs measured CPU per I/O ${pct(r.exporter?.modelSelfError ?? NaN)} (measured ${us(r.exporter?.measuredCpuPerIo)}/IO)` }), BOUNDS.model);
+  const self = everyRun(h, (r) => ({ err: r.exporter?.modelSelfError ?? NaN, text: `cpu(current) vs measured CPU per I/O ${pct(r.exporter?.modelSelfError ?? NaN)} (measured ${us(r.exporter?.measuredCpuPerIo)}/IO; other vCPUs ran tasks ${r.driver.beside})` }), BOUNDS.model);
   const meanD = everyRun(h, (r) => {
     const err = relErr(r.exporter?.modelMeanDeviceTime, r.device?.serviceMean);
     return { err, text: `model E[D] ${us(r.exporter?.modelMeanDeviceTime)} vs device mean ${us(r.device?.serviceMean)} (${pct(err)})` };

@@ -1,7 +1,7 @@
 // What one run shows, read from the scrapes around it (deltas) and the driver's own report.
 // Pure: turns a RunRecord into numbers; the checks compare these numbers.
 import { delta, histDelta, parseExposition, select, value, type HistDelta, type Scrape } from './prom.js';
-import type { LoaderSnap, RunRecord } from './session.js';
+import { besideText, type LoaderSnap, type RunRecord } from './session.js';
 
 export interface RingFigures {
   ring: string;
@@ -65,6 +65,8 @@ export interface DriverFigures {
   sleepsPerIo: number;
   p50us: number;
   p99us: number;
+  /** "x ms (y % of the run)": task run time on the other vCPUs during the run (session.besideText) */
+  beside: string;
 }
 
 /** What the fentry twin loader saw of the same run (tracepoint runs). */
@@ -152,6 +154,7 @@ export function driverFigures(r: RunRecord): DriverFigures {
     sleepsPerIo: d.ios > 0 ? d.ctxsw.voluntary / d.ios : NaN,
     p50us: d.lat_us.p50,
     p99us: d.lat_us.p99,
+    beside: besideText(d),
   };
 }
 

@@ -51,6 +51,24 @@ export interface DriverResult {
   /** wait_calls: waiting io_uring_enter calls; empty_enter_ns: CPU of one empty io_uring_enter, timed the same way after every 16th of them */
   cpu: { exec_s: number; run_delay_s: number; timeslices: number; utime_s: number; stime_s: number; util: number; per_io_us: number; wait_s: number; wait_calls: number; empty_enter_ns: number };
   ctxsw: { voluntary: number; involuntary: number };
+  /** the CPU hpdrive was on at the start and end of the measured phase; every CPU's task run time over it */
+  cpus?: { on: [number, number]; task_s: number[] };
+  /** the agent's list of the threads that ran most during the run, besides hpdrive ("comm tid: x ms") */
+  besideThreads?: string[];
+}
+
+/** "1.23 ms (0.5 % of the run)" of besideSeconds, or why it is not known. */
+export function besideText(d: DriverResult): string {
+  const b = besideSeconds(d);
+  if (b === undefined) return d.cpus ? `? (moved from CPU ${d.cpus.on[0]} to ${d.cpus.on[1]})` : '?';
+  const who = b > 0.01 * d.wall_s && d.besideThreads?.length ? `: ${d.besideThreads.join(', ')}` : '';
+  return `${(b * 1000).toFixed(2)} ms (${((100 * b) / d.wall_s).toFixed(1)} % of the run${who})`;
+}
+
+/** Task run time on the CPUs other than the poller's during the run (undefined if it moved or is unknown). */
+export function besideSeconds(d: DriverResult): number | undefined {
+  if (!d.cpus || d.cpus.on[0] !== d.cpus.on[1]) return undefined;
+  return d.cpus.task_s.reduce((a, t, i) => (i === d.cpus!.on[0] ? a : a + t), 0);
 }
 
 export interface ExporterStop {
@@ -175,12 +193,12 @@ async function deviceStats(g: Guest, s: Scenario, device: string): Promise<strin
 async function runDriver(g: Guest, s: Scenario, device: string, mode: PollMode, o: DriveOptions = {}): Promise<Pick<RunRecord, 'driver' | 'hpsim'>> {
   const call = async (body: Record<string, unknown>, what: string, ios: number) => {
     await g.agent('POST', '/drive', { device: `/dev/${device}`, mode, qd: s.qd, bs: s.bs, ...body });
-    const r = await g.agent<{ exit: { code: number | null } | null; result: (DriverResult & { error?: string }) | null; stdout: string; stderr: string }>(
+    const r = await g.agent<{ exit: { code: number | null } | null; result: (DriverResult & { error?: string }) | null; beside?: string[]; stdout: string; stderr: string }>(
       'POST', '/drive/wait', {}, driveTimeoutMs(ios));
     if (!r.result || r.result.error || (r.exit && r.exit.code !== 0)) {
       throw new Error(`hpdrive ${what} ${mode} on ${device} failed (exit ${r.exit?.code}): ${r.result?.error ?? r.stdout + r.stderr}`);
     }
-    return r.result;
+    return { ...r.result, ...(r.beside ? { besideThreads: r.beside } : {}) };
   };
   // Only a scraped run needs the warm-up (its before-scrape must hold the device's series); the
   // A/B and irq runs compare like with like without it, and each agent call costs guest CPU.
@@ -191,9 +209,11 @@ async function runDriver(g: Guest, s: Scenario, device: string, mode: PollMode, 
   }
   await resetDevice(g, s, device);
   const before = await deviceStats(g, s, device);
-  // Both vCPUs advance one instruction counter (icount): work left on the other vCPU (a BPF
-  // re-attach's deferred frees, the agent's reply) would slow the poller's virtual time. Idle
-  // guest time first, which costs no host time under icount.
+  // Both vCPUs advance one instruction counter (icount): work left on the other vCPU (the last
+  // run's ring teardown, a BPF re-attach's deferred frees, the agent's reply) would slow the
+  // poller's virtual time. Wait for the teardown, then idle, which costs no host time under icount.
+  const settled = await g.agent<{ waitedMs: number; busy: number }>('POST', '/settle', { timeoutMs: 10_000 }, 30_000);
+  if (settled.busy > 0) throw new Error(`a previous io_uring ring was still being torn down after ${settled.waitedMs} ms of guest time`);
   await g.agent('POST', '/idle', { ms: QUIET_MS });
   const driver = await call({ ios: s.ios, hold: o.hold ?? false }, 'run', s.ios);
   const after = await deviceStats(g, s, device);
@@ -302,6 +322,10 @@ async function startExporter(g: Guest, args: string[], log: (m: string) => void,
     const stop = await stopExporter(g).catch((x: Error) => ({ log: `(stop failed: ${x.message})`, exit: null }));
     throw new Error(`${e.message}\nexporter exit ${JSON.stringify(stop.exit)}; BPF programs loaded: ${JSON.stringify(progs)}\n--- guest exporter log ---\n${stop.log.slice(-3000)}`);
   });
+  // What the start leaves running (the attach's deferred kernel work, Node settling) must not land
+  // in the first run: under icount it would slow the poller's clock (7 ms beside the first hybrid
+  // run seen with a 200 ms quiet only). Guest idle is free.
+  await g.agent('POST', '/idle', { ms: 2000 });
   log(`${what}: exporter listening after ${(st.startMs / 1000).toFixed(1)} s, BPF up ${ready.toFixed(1)} s later (${((Date.now() - t1) / 1000).toFixed(0)} s)`);
   return { exporterStartMs: st.startMs, bpfReadySeconds: ready };
 }
@@ -326,7 +350,7 @@ export async function runSession(g: Guest, base: Omit<Session, 'runs' | 'wallSec
     const what = r.ab ? `${r.ab.exporter} A/B pair ${r.ab.pair} ${r.tracing === 'untraced' ? 'detached' : 'attached'}` : r.tracing;
     o.log(`run ${session.runs.length}/${total} ${r.scenario} rep ${r.rep} ${what} ${r.mode}: ${d.ios} I/Os, ${Math.round(d.iops)} IOPS, ` +
       `CPU ${(d.cpu.util * 100).toFixed(1)}% ${d.cpu.per_io_us.toFixed(2)} µs/IO, ${(d.ctxsw.voluntary / Math.max(1, d.ios)).toFixed(3)} vcsw/IO, ` +
-      `p50 ${d.lat_us.p50.toFixed(2)} µs (${((Date.now() - t1) / 1000).toFixed(1)} s; ${((Date.now() - t0) / 1000).toFixed(0)} s total)`);
+      `p50 ${d.lat_us.p50.toFixed(2)} µs, beside it ${besideText(d)} (${((Date.now() - t1) / 1000).toFixed(1)} s; ${((Date.now() - t0) / 1000).toFixed(0)} s total)`);
   };
   try {
     await g.agent('POST', '/bpf/stats', { enable: false });
