@@ -24,10 +24,6 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
     id: '4 unchanged', scenario: /^(qd1-fixed50|qd4-fixed50)$/, title: /^hybrid under fentry/,
     cause: 'the fentry programs cost ≈ 5.2 µs per hybrid I/O at QD1 in virtual time (one instruction = 1 ns), over the 5 % bound; at QD4 tracing also moves the kernel\'s sleeps per I/O (issue 16: the hybrid path\'s cost)',
   },
-  {
-    id: '5 self-check', scenario: /^qd1-fixed50$/,
-    cause: 'not reproducible across boots yet: two CI boots with the same kernel sleep (11.57 µs) gave +8.1 % and −10.9 %, because the measured hybrid run itself moved (16468 vs 14345 IOPS, 49.2 vs 57.9 µs of poller CPU per I/O) and the exporter\'s measured CPU followed it (38.2 vs 46.7 µs) while the model\'s cpu(current) did not (41.3 vs 41.6 µs); suspected: guest work on the other vCPU right after the exporter starts, which under icount slows the poller\'s clock (test/vm lab isolation, issue 13)',
-  },
   { id: 'L6 self-check', scenario: /^legacy /, cause: LEGACY_START },
   { id: 'L6 model ½ mean', scenario: /^legacy /, cause: LEGACY_START },
   { id: 'L6 model ¾ mean', scenario: /^legacy /, cause: LEGACY_START },
