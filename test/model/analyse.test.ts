@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { BpfSnapshot } from '../../src/bpf/types.js';
+import { bucketOf } from '../../src/model/buckets.js';
 import { analyse, analysePair, DEFAULT_SWITCH_COST_NS, detectPolicy } from '../../src/model/analyse.js';
 import type { DeviceWindow, ModelTarget } from '../../src/model/types.js';
 import type { SnapshotInputs } from '../../src/snapshot/types.js';
@@ -30,6 +31,19 @@ describe('analyse: the seed-001 anchor through the whole pipeline', () => {
     expect(t.switchCostSource).toBe('measured');
     expect(t.switchCostNs).toBeCloseTo(1500, 6);
     expect(t.current).toMatchObject({ policy: 'blkmq_half_mean', sleepNs: 5000, sleptFraction: 1, sleepSource: 'sleep_req' });
+  });
+});
+
+describe('analyse: the wake latency in c_sw, by era', () => {
+  it('charges it to the poller on io_uring hybrid kernels, not on the block-layer hybrid eras (measured on 7.3 and 5.10)', () => {
+    const w = windowOf({ n: 20_000, ...tight(5), sleepNs: 5000, cswNs: 1500 });
+    const sleeps = w.counters['sleeps']!;
+    const withLat: DeviceWindow = { ...w, hists: { ...w.hists, wake_lat: { buckets: [[bucketOf(700), sleeps]], count: sleeps, sumNs: 700 * sleeps, aux0: 0, aux1: 0 } } };
+    const io = analyse(withLat, OPTS)!;
+    const blk = analyse({ ...withLat, era: 'blkmq_hybrid', ioPollDelay: 0 }, OPTS)!;
+    expect(blk.switchCostNs).toBeCloseTo(1500, 6);
+    expect(io.switchCostNs).toBeCloseTo(2200, 6);
+    expect(io.measured!.cpuPerIoNs - blk.measured!.cpuPerIoNs).toBeCloseTo((700 * sleeps) / io.measured!.polledIos, 6);
   });
 });
 
