@@ -993,10 +993,16 @@ int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsig
 		return 0;
 	st->t_cp = bpf_ktime_get_ns();
 	if (st->t_sleep) {
-		/* the sleep inlined in io_do_iopoll belongs to this request; 7.0+ unions iopoll_start
-		 * with the task_work a completion writes: read it now */
-		u64 issued = bpf_core_field_exists(req->iopoll_start) ? req->iopoll_start : 0;
-		struct hist *h = flush_sleep(st, fdev_get(st->dev), st->dev, issued);
+		struct hist *h;
+		u64 issued;
+
+		/* the sleep inlined in io_do_iopoll belongs to this request. 7.0+ unions iopoll_start
+		 * with the task_work a completion writes: read it now. BTF types that load as the
+		 * union's pointer, on which the verifier refuses arithmetic: the reload from the map
+		 * value is a plain number. */
+		st->issued = bpf_core_field_exists(req->iopoll_start) ? req->iopoll_start : 0;
+		issued = *(volatile u64 *)&st->issued;
+		h = flush_sleep(st, fdev_get(st->dev), st->dev, issued);
 
 		/* the sleep the kernel computed: ctx->hybrid_poll_time / 2, not yet updated (req and its
 		 * ctx are BTF pointers here: direct loads, no probe-read helper calls) */
@@ -1009,7 +1015,6 @@ int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsig
 			}
 		}
 		st->slept_req = (u64)req;
-		st->issued = issued;
 		st->polls = 0;
 		st->t_woke = st->t_on ? st->t_on : st->t_sleep;
 		st->loop_woke = st->t_woke;
