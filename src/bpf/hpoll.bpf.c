@@ -501,16 +501,25 @@ static __always_inline struct hist *fhist_add(struct dev_hists *d, u32 dev, u32 
 }
 
 /* Account the sleep/off-CPU/wake histograms of the task's pending sleep under dev (d: its block
- * in `fdev` on the fentry path; NULL: `hists`). */
-static __always_inline struct hist *flush_sleep(struct task_st *st, struct dev_hists *d, u32 dev)
+ * in `fdev` on the fentry path; NULL: `hists`). origin: the slept I/O's issue as its found time
+ * counts it (0: not known, a sleep without its I/O). The sleep starts after it (on 5.10 once the
+ * waiting call has reached blk_poll): that stretch goes to wake_ovh's aux0/aux1 (a sum, no further
+ * lookup on this path), so that the model can time the wake-up from D's own origin. */
+static __always_inline struct hist *flush_sleep(struct task_st *st, struct dev_hists *d, u32 dev,
+						u64 origin)
 {
 	struct hist *h = fhist_add(d, dev, HK_SLEEP_REQ, st->req_sleep);
 
 	if (st->t_off && st->t_on > st->t_off) {
 		u64 elapsed = st->t_on - st->t_sleep;
+		struct hist *o;
 
 		fhist_add(d, dev, HK_OFFCPU, st->t_on - st->t_off);
-		fhist_add(d, dev, HK_WAKE_OVH, elapsed > st->req_sleep ? elapsed - st->req_sleep : 0);
+		o = fhist_add(d, dev, HK_WAKE_OVH, elapsed > st->req_sleep ? elapsed - st->req_sleep : 0);
+		if (o && origin && origin <= st->t_sleep) {
+			__sync_fetch_and_add(&o->aux0, st->t_sleep - origin);
+			__sync_fetch_and_add(&o->aux1, 1);
+		}
 		if (st->t_wake && st->t_on > st->t_wake)
 			fhist_add(d, dev, HK_WAKE_LAT, st->t_on - st->t_wake);
 	}
@@ -523,7 +532,7 @@ static __always_inline void flush_unmatched(struct task_st *st)
 {
 	struct dev_ctr *dc;
 
-	flush_sleep(st, NULL, st->dev);
+	flush_sleep(st, NULL, st->dev, 0);
 	dc = dev_ctr_get(st->dev);
 	if (dc)
 		dc->unmatched++;
@@ -590,7 +599,7 @@ static __always_inline void classify_tp(struct task_st *st, u32 dev, u64 now, u6
 	bool slept_through = true;
 	struct hist *h;
 
-	flush_sleep(st, NULL, dev);
+	flush_sleep(st, NULL, dev, issued);
 	/* wake-up -> completion, the quantity the fentry path has in aux0/aux1 too; the spin sample
 	 * itself (on-CPU after the wake-up) is the busy window's, busy_record() */
 	h = hist_get(dev, HK_SPIN);
@@ -608,6 +617,20 @@ static __always_inline void classify_tp(struct task_st *st, u32 dev, u64 now, u6
 		dc->calibrated++;
 	st->t_sleep = 0;
 	ungate(st);
+}
+
+/* The origin of a slept I/O's found time (dev_spun, found_slept, the offset in wake_ovh's aux):
+ * its driver issue, where the device's own clock starts, as rq->io_start_time_ns
+ * (blk_mq_start_request stamps it when the queue keeps blk-stat statistics: 5.10's hybrid polling,
+ * whose poll_stat is timed from it, wbt, iolatency); else ts, the allocation (start_time_ns) or
+ * this program's issue time. */
+static __always_inline u64 rq_origin(struct request *rq, u64 ts, const bool btf)
+{
+	u64 io = 0;
+
+	if (bpf_core_field_exists(rq->io_start_time_ns))
+		io = RD(btf, rq, io_start_time_ns);
+	return io > ts ? io : ts;
 }
 
 /* rq_lat runs from the request's start_time_ns (allocation: what iostat's await measures, and
@@ -657,7 +680,7 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 	st->t_polled = now;
 	st->dev = dev;
 	if (st->t_sleep && !st->test)
-		classify_tp(st, dev, now, ts);
+		classify_tp(st, dev, now, rq_origin(rq, ts, btf));
 	if (st->t_busy) {
 		busy_record(st, dev, now);
 		if (!st->inflight)
@@ -792,7 +815,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 			st->cpu_woke = st->busy_cpu;
 		}
 		if (st->test) {
-			flush_sleep(st, NULL, 0);
+			flush_sleep(st, NULL, 0, 0);
 			st->t_sleep = 0;
 		}
 	}
@@ -970,8 +993,16 @@ int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsig
 		return 0;
 	st->t_cp = bpf_ktime_get_ns();
 	if (st->t_sleep) {
-		/* the sleep inlined in io_do_iopoll belongs to this request */
-		struct hist *h = flush_sleep(st, fdev_get(st->dev), st->dev);
+		struct hist *h;
+		u64 issued;
+
+		/* the sleep inlined in io_do_iopoll belongs to this request. 7.0+ unions iopoll_start
+		 * with the task_work a completion writes: read it now. BTF types that load as the
+		 * union's pointer, on which the verifier refuses arithmetic: the reload from the map
+		 * value is a plain number. */
+		st->issued = bpf_core_field_exists(req->iopoll_start) ? req->iopoll_start : 0;
+		issued = *(volatile u64 *)&st->issued;
+		h = flush_sleep(st, fdev_get(st->dev), st->dev, issued);
 
 		/* the sleep the kernel computed: ctx->hybrid_poll_time / 2, not yet updated (req and its
 		 * ctx are BTF pointers here: direct loads, no probe-read helper calls) */
@@ -984,8 +1015,6 @@ int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsig
 			}
 		}
 		st->slept_req = (u64)req;
-		/* 7.0+ unions iopoll_start with the task_work a completion writes: read it now */
-		st->issued = bpf_core_field_exists(req->iopoll_start) ? req->iopoll_start : 0;
 		st->polls = 0;
 		st->t_woke = st->t_on ? st->t_on : st->t_sleep;
 		st->loop_woke = st->t_woke;

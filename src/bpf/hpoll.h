@@ -23,9 +23,10 @@ enum hp_kind {
 			    * aux0 ns, aux1 loops (fentry) or I/Os (tracepoint) that slept: wake-up -> completion */
 	HK_SLEEP_REQ,      /* hybrid sleep requested: hrtimer expiry - now; aux0 sum of hybrid_poll_time/2, aux1 samples */
 	HK_OFFCPU,         /* switch-out -> switch-in of that sleep */
-	HK_WAKE_OVH,       /* timer expiry -> back on CPU: (switch-in - sleep start) - requested, >= 0; >= offcpu - requested */
+	HK_WAKE_OVH,       /* timer expiry -> back on CPU: (switch-in - sleep start) - requested, >= 0; >= offcpu - requested;
+			    * aux0 sum of (sleep start - the slept I/O's issue, the origin of its found time), aux1 sleeps in it */
 	HK_WAKE_LAT,       /* sched_wakeup -> switch-in */
-	HK_DEV_SPUN,       /* issue -> found, I/O still pending after the sleep */
+	HK_DEV_SPUN,       /* issue -> found, I/O still pending after the sleep (issue: rq_origin(); fentry: iopoll_start) */
 	HK_FOUND_SLEPT,    /* issue -> found, I/O already complete at wake-up (censored) */
 	HK_OVERSLEEP_UB,   /* switch-in - (issue + minimum dev_spun time of the device) */
 	HK_MAX

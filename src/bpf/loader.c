@@ -169,10 +169,14 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 {
 	char line[1024];
 	const char *p, *q;
+	va_list aq;
 
-	vsnprintf(line, sizeof(line), fmt, ap);
+	/* verbose: the whole message (a verifier log is one message, far longer than line) */
+	va_copy(aq, ap);
 	if (opt.verbose > 1 || (opt.verbose && level <= LIBBPF_INFO))
-		fputs(line, stderr);
+		vfprintf(stderr, fmt, aq);
+	va_end(aq);
+	vsnprintf(line, sizeof(line), fmt, ap);
 	if (!cap.on || level != LIBBPF_WARN)
 		return 0;
 	line[strcspn(line, "\n")] = 0;

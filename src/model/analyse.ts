@@ -123,6 +123,24 @@ function chargesWakeLatency(era: Era): boolean {
   return era !== 'blkmq_hybrid' && era !== 'blkmq_hybrid_sync_only' && era !== 'blkmq_hybrid_dead';
 }
 
+/**
+ * F_O, timed from D's origin. The model starts the sleep at D's origin (spin(s) = E[(D − s − O)⁺]),
+ * but the kernel arms it later: after the rest of the submission (on 5.10 when the waiting call
+ * reaches blk_poll). `wake_ovh` is timed from the sleep's start; its aux0/aux1 hold the sum and count
+ * of that stretch (sleep start − the slept I/O's issue, as its found time counts it), a software
+ * path of near-constant length, so F_O is `wake_ovh` shifted by its mean: spin, late and
+ * P(overslept) then see the wake-up where it was. Its CPU stays in c_sw, which holds the on-CPU
+ * time from the issue to the switch-out: counted once. Without aux1 (loaders and recordings from
+ * before it): `wake_ovh` as it is.
+ */
+function wakeOverhead(h: BucketHist | undefined): Dist | undefined {
+  if (!h || !(h.count > 0)) return undefined;
+  const d = calibratedDist(h);
+  const offset = h.aux1 > 0 ? h.aux0 / h.aux1 : 0;
+  if (!d || !(offset > 0) || !Number.isFinite(offset)) return d;
+  return { pieces: d.pieces.map((q) => ({ lo: q.lo + offset, hi: q.hi + offset, p: q.p })) };
+}
+
 /** The policy the kernel runs, from era and setting, checked against whether anything was seen sleeping. */
 export function detectPolicy(era: Era, ioPollDelay: number | undefined, slept: boolean, kernelEstimate: boolean): CurrentPolicy {
   if (!slept) return settingPolicy(era, ioPollDelay) ?? 'classic';
@@ -155,7 +173,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
 
   const sleepReq = w.hists.sleep_req;
   const sleeps = counter(w, 'sleeps') ?? sleepReq?.count ?? 0;
-  const wakeDist = w.hists.wake_ovh && w.hists.wake_ovh.count > 0 ? calibratedDist(w.hists.wake_ovh) : undefined;
+  const wakeDist = wakeOverhead(w.hists.wake_ovh);
   const fO = wakeDist ?? atom(opts.defaultWakeOverheadNs ?? DEFAULT_WAKE_OVERHEAD_NS);
   const csw = switchCost(w, sleeps, opts.defaultSwitchCostNs ?? DEFAULT_SWITCH_COST_NS);
   const fixedSleepNs = w.ioPollDelay !== undefined && w.ioPollDelay > 0 ? w.ioPollDelay * 1000 : undefined;

@@ -66,6 +66,22 @@ describe('analyse', () => {
     }
   });
 
+  it('times the wake-up from D\'s origin (wake_ovh + the offset in its aux): the stretch issue → sleep start is not spun twice', () => {
+    // 5.10: the sleep starts 1.5 µs after the issue (the rest of the submission, on CPU, so in c_sw).
+    const sim = { n: 50_000, ...tight(3), sleepNs: 5000, cswNs: 2500, offsetNs: 1500 };
+    const ctx = { era: 'blkmq_hybrid' as const, ioPollDelay: 0 };
+    const t = analyse(windowOf(sim, ctx), OPTS)!;
+    expect(t.switchCostNs).toBeCloseTo(2500, 6);
+    expect(t.wakeOverhead.meanNs).toBeCloseTo(2500, -1); // O + the offset
+    // the grid's error, as in the self-check above
+    expect(Math.abs(t.current.outcome.cpuNs - t.measured!.cpuPerIoNs)).toBeLessThan((2 / 9 / 8) * t.deviceTime.meanNs);
+    // with the wake-up timed from the sleep's start (a loader without the offset) the model spins the
+    // offset it also charges in c_sw: high by about the offset
+    const old = analyse(windowOf({ ...sim, withoutOffset: true }, ctx), OPTS)!;
+    expect(old.wakeOverhead.meanNs).toBeCloseTo(1000, -1);
+    expect(old.current.outcome.cpuNs - old.measured!.cpuPerIoNs).toBeGreaterThan(0.8 * 1500);
+  });
+
   it('reports oversleep when the kernel sleeps past the device time', () => {
     const w = windowOf({ n: 20_000, ...tight(3), sleepNs: 11_000, cswNs: 1500 });
     const t = analyse(w, OPTS)!;

@@ -52,6 +52,13 @@ export interface PollerSim {
   cswNs: number;
   /** export ctx->hybrid_poll_time/2 in aux0/aux1 of sleep_req, as the fentry path on 6.13+ does */
   kernelEstimate?: boolean;
+  /**
+   * on-CPU time from D's origin (the issue) to the sleep's start, ns, part of cswNs (5.10: the rest
+   * of the submission and the waiting call's entry); summed in wake_ovh's aux0/aux1 unless
+   * `withoutOffset` (a loader before it). Default 0.
+   */
+  offsetNs?: number;
+  withoutOffset?: boolean;
 }
 
 /**
@@ -61,6 +68,7 @@ export interface PollerSim {
  */
 export function simulatePoller(sim: PollerSim): { hists: Record<string, BucketHist>; counters: Record<string, number> } {
   const v: Record<string, number[]> = { rq_lat: [], spin: [], iopoll: [], sleep_req: [], offcpu: [], wake_ovh: [], dev_spun: [], found_slept: [] };
+  const a = sim.offsetNs ?? 0;
   let overslept = 0;
   let spun = 0;
   let spinNs = 0;
@@ -74,13 +82,14 @@ export function simulatePoller(sim: PollerSim): { hists: Record<string, BucketHi
       continue;
     }
     const O = Math.max(0, Math.round(sim.O()));
-    const wake = sim.sleepNs + O;
+    // back on CPU, from D's origin: the sleep starts a after it
+    const wake = a + sim.sleepNs + O;
     const spin = Math.max(0, D - wake);
     v.sleep_req!.push(sim.sleepNs);
-    v.offcpu!.push(wake);
+    v.offcpu!.push(sim.sleepNs + O);
     v.wake_ovh!.push(O);
     v.spin!.push(spin);
-    v.iopoll!.push(sim.cswNs + wake + spin);
+    v.iopoll!.push(sim.cswNs + sim.sleepNs + O + spin);
     v.rq_lat!.push(Math.max(D, wake));
     spinNs += spin;
     if (D > wake) {
@@ -95,7 +104,11 @@ export function simulatePoller(sim: PollerSim): { hists: Record<string, BucketHi
   const hists: Record<string, BucketHist> = {};
   for (const [k, xs] of Object.entries(v)) {
     if (!xs.length) continue;
-    hists[k] = histOf(xs, k === 'sleep_req' && sim.kernelEstimate ? { aux0: sim.sleepNs * xs.length, aux1: xs.length } : {});
+    const aux =
+      k === 'sleep_req' && sim.kernelEstimate ? { aux0: sim.sleepNs * xs.length, aux1: xs.length }
+      : k === 'wake_ovh' && !sim.withoutOffset ? { aux0: a * xs.length, aux1: xs.length }
+      : {};
+    hists[k] = histOf(xs, aux);
   }
   return {
     hists,
