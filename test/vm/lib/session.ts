@@ -7,7 +7,8 @@
 // hybrid then classic poll, scraped before and after; then, with the exporter paused and
 // bpf_stats off, A/B runs alternate its programs detached and attached: the baseline of "tracing
 // does not change the workload". A simulated device (hpsim) gets its profile and seed written
-// before every run, so every run of a scenario sees the same sequence of service times.
+// before every run, so every run of a scenario sees the same sequence of service times. Last, the
+// sampling check's runs (sampling-session.ts): exporters at several --bpf.sample rates side by side.
 import type { Guest, GuestInfo, GuestImages } from './guest.js';
 import type { SamplingScenario, SamplingSession } from './sampling.js';
 import { samplingRuns } from './sampling-session.js';
