@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // hybridpoll-exporter: command-line entry point.
+import './heapTuning.js';
 import { Command } from 'commander';
 import { serveCommand } from './cli/serve.js';
 import { recordCommand } from './cli/record.js';

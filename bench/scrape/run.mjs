@@ -71,7 +71,11 @@ if (!opt['no-per-scrape']) for (const h of opt.histograms) OURS.set(`${h === 'de
 // --node-options X: each of our rows again with NODE_OPTIONS=X, in the same pairs (A/B of V8 flags)
 if (opt['node-options']) for (const [k, v] of [...OURS]) OURS.set(`${k} [${opt['node-options']}]`, { ...v, nodeOptions: opt['node-options'] });
 /** The baseline checkout per exposition: "before", "before (all)". */
-const BEFORE = new Map(BASE_CLI ? opt.histograms.map((h) => [h === 'default' ? 'before' : `before (${h})`, { h }]) : []);
+const BEFORE = new Map(BASE_CLI ? opt.histograms.flatMap((h) => {
+  const name = h === 'default' ? 'before' : `before (${h})`;
+  // @0 rows of the baseline too (it must have --collector.interval): one collection, paired
+  return [[name, { h }], ...(opt['no-per-scrape'] ? [] : [[`${name} @0`, { h, interval: '0' }]])];
+}) : []);
 /** Our exporter, or the baseline checkout's: both are "hybridpoll" to start() but for the file run. */
 const isOurs = (kind) => OURS.has(kind) || BEFORE.has(kind);
 /** The exposition the real loader's startup is timed with (startup does not depend on it). */
@@ -124,7 +128,7 @@ async function start(kind, host, devices, o = {}) {
     const v = OURS.get(kind) ?? BEFORE.get(kind);
     args = [BEFORE.has(kind) ? BASE_CLI : CLI, `--path.sysfs=${host.sys}`, `--path.debugfs=${host.debug}`, `--path.procfs=${host.proc}`, `--web.listen-address=127.0.0.1:${port}`, `--bpf.buckets=${opt.buckets}`];
     if (v.h !== 'default') args.push(`--bpf.histograms=${v.h}`);
-    // the baseline predates --collector.interval (it collects per scrape)
+    // a baseline older than --collector.interval collects per scrape; its @0 rows need a newer one
     if (v.interval !== undefined) args.push(`--collector.interval=${v.interval}`);
     if (v.nodeOptions) env = { ...env, NODE_OPTIONS: v.nodeOptions };
     if (o.realLoader) args.push('--bpf.enable=on');
@@ -274,7 +278,7 @@ for (const n of DEVICES) {
     if (!ours) continue;
     const tag = ours.kind === 'hybridpoll' ? '' : ours.kind.slice('hybridpoll'.length);
     // the baseline row of the same exposition
-    const before = befores.find((b) => b && b.kind === `before${tag.replace(/ @0| \[.*\]/g, '')}`);
+    const before = befores.find((b) => b && b.kind === `before${tag.replace(/ \[.*\]/g, '')}`) ?? befores.find((b) => b && b.kind === `before${tag.replace(/ @0| \[.*\]/g, '')}`);
     if (ne) {
       const q = (a, b) => (b > 0 ? `×${(a / b).toFixed(1)}` : '–');
       console.log(line([n, `ratio${tag}`, q(ours.p50, ne.p50), q(ours.p99, ne.p99), q(ours.cpuMs, ne.cpuMs), q(ours.rssMiB, ne.rssMiB), q(ours.hwmMiB, ne.hwmMiB), q(ours.series, ne.series), q(ours.kib, ne.kib), q(ours.listeningMs, ne.listeningMs), q(ours.startupMs, ne.startupMs)]));

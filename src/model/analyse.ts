@@ -80,7 +80,9 @@ function deviceTime(w: DeviceWindow): DeviceTime | undefined {
   return {
     dist,
     source: 'rq_lat',
-    samples: total,
+    // timed completions, not the weighted count: what MIN_SAMPLES must judge (a device on the
+    // loader's hists fallback is timed every time, so this errs low there)
+    samples: Math.floor(total / Math.max(1, w.sampleRate ?? 1)),
     censored: 0,
     masses: [...rq.buckets].filter(([, c]) => c > 0).sort((a, b) => a[0] - b[0]).map(([i, c]) => [i, c / total]),
     unresolved: [],

@@ -37,7 +37,7 @@ export class EfficiencyModel implements ModelStage {
     // reset because one scrape had no data, and the next reading diffs against the last good one.
     if (bpf) {
       const totals = this.acc.update(bpf);
-      this.window.push({ tMs: snapshot.takenAtMs, monoNs: bpf.takenAtNs, devices: totals });
+      this.window.push({ tMs: snapshot.takenAtMs, monoNs: bpf.takenAtNs, devices: totals, ...(bpf.sampleRate !== undefined ? { sampleRate: bpf.sampleRate } : {}) });
       for (const dev of [...this.wasted.keys()]) if (!totals.has(dev)) this.wasted.delete(dev);
       const era = snapshot.host?.era.era ?? 'unknown';
       for (const [dev, cur] of totals) {

@@ -89,6 +89,11 @@ export interface DeviceWindow {
   era: Era;
   /** queue/io_poll_delay of the device, if read */
   ioPollDelay?: number;
+  /**
+   * --bpf.sample over the window (the highest rate read in it): rq_lat holds 1 in this many
+   * completions, each counted this many times, so its count overstates the samples it rests on
+   */
+  sampleRate?: number;
 }
 
 export interface AnalyseOptions {

@@ -83,12 +83,16 @@ export interface WindowEntry {
   /** monotonic clock of the BPF reading, ns, when there was one */
   monoNs?: number;
   devices: Map<string, DeviceTotals>;
+  /** the loader's --bpf.sample rate when it read its maps (BpfSnapshot.sampleRate) */
+  sampleRate?: number;
 }
 
 export interface Delta {
   seconds: number;
   hists: Partial<Record<HistKind, BucketHist>>;
   counters: Record<string, number>;
+  /** the highest sample rate read over the delta's entries (absent when none said): see DeviceWindow */
+  sampleRate?: number;
 }
 
 /** totals b − a of one device (same epoch, a earlier). */
@@ -180,7 +184,9 @@ export class SlidingWindow {
     const a = this.entries.find((x) => x.devices.get(dev)?.epoch === cur.epoch);
     if (!a || a === b) return undefined;
     const s = seconds(a, b);
-    return s > 0 ? { seconds: s, ...totalsDelta(a.devices.get(dev), cur) } : undefined;
+    if (!(s > 0)) return undefined;
+    const rates = this.entries.slice(this.entries.indexOf(a), this.entries.length).flatMap((x) => (x.sampleRate === undefined ? [] : [x.sampleRate]));
+    return { seconds: s, ...totalsDelta(a.devices.get(dev), cur), ...(rates.length ? { sampleRate: Math.max(...rates) } : {}) };
   }
 
   /**

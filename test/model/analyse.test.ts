@@ -116,6 +116,22 @@ describe('analyse', () => {
     expect(t.recommendation).toMatch(/^nvme0n1: the kernel polls without sleeping \(classic\); a static sleep of .* would save/);
   });
 
+  it('judges MIN_SAMPLES on the timed completions of a sampled rq_lat, not its weighted count', () => {
+    // 15 completions timed at --bpf.sample=64 read as 960 in the histogram: too few to model
+    const w = windowOf({ n: 15, ...tight(6), sleepNs: 0, cswNs: 1500 }, { era: 'no_hybrid' });
+    const rq = w.hists.rq_lat!;
+    const weighted = { ...w, hists: { ...w.hists, rq_lat: { ...rq, buckets: rq.buckets.map(([i, c]) => [i, c * 64] as [number, number]), count: rq.count * 64, sumNs: rq.sumNs * 64 } } };
+    expect(analyse(weighted, OPTS)).toBeDefined();
+    expect(analyse({ ...weighted, sampleRate: 64 }, OPTS)).toBeUndefined();
+    // 40 timed (2560 weighted): modelled, and the samples said are the timed ones
+    const w40 = windowOf({ n: 40, ...tight(6), sleepNs: 0, cswNs: 1500 }, { era: 'no_hybrid' });
+    const r40 = w40.hists.rq_lat!;
+    const t = analyse({ ...w40, sampleRate: 64, hists: { ...w40.hists, rq_lat: { ...r40, buckets: r40.buckets.map(([i, c]) => [i, c * 64] as [number, number]), count: r40.count * 64, sumNs: r40.sumNs * 64 } } }, OPTS)!;
+    expect(t.deviceTime).toMatchObject({ source: 'rq_lat', samples: 40 });
+    // the same distribution as unweighted: the weights cancel in F_D
+    expect(t.deviceTime.meanNs).toBeCloseTo(analyse(w40, OPTS)!.deviceTime.meanNs, 6);
+  });
+
   it('says classic polling is best when sleeping cannot pay off', () => {
     const r = prng(5);
     const t = analyse(windowOf({ n: 5000, D: () => normal(r, 1200, 50), O: () => 500, sleepNs: 0, cswNs: 1500 }, { era: 'no_hybrid' }), OPTS)!;

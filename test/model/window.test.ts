@@ -40,6 +40,18 @@ describe('sliding window', () => {
   const feed = (w: SlidingWindow, acc: Accumulator, tS: number, devs: Parameters<typeof bpf>[1]) =>
     w.push({ tMs: 1_000_000 + tS * 1000, monoNs: tS * 1e9, devices: acc.update(bpf(tS * 1e9, devs)) });
 
+  it('says the highest sample rate read over the delta', () => {
+    const w = new SlidingWindow(60);
+    const acc = new Accumulator();
+    const rates = [1, 64, 16];
+    rates.forEach((sampleRate, i) => w.push({ tMs: 1_000_000 + i * 1000, monoNs: i * 1e9, sampleRate, devices: acc.update(bpf(i * 1e9, { '259:0': { rq: h([[40, 10 + i]], 100), ios: i } })) }));
+    expect(w.delta('259:0')!.sampleRate).toBe(64);
+    const plain = new SlidingWindow(60);
+    const acc2 = new Accumulator();
+    for (let i = 0; i < 2; i++) plain.push({ tMs: 1_000_000 + i * 1000, devices: acc2.update(bpf(i * 1e9, { '259:0': { rq: h([[40, 10 + i]], 100), ios: i } })) });
+    expect(plain.delta('259:0')!.sampleRate).toBeUndefined();
+  });
+
   it('diffs the latest entry against the oldest within the window and trims older ones', () => {
     const w = new SlidingWindow(60);
     const acc = new Accumulator();

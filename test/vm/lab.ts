@@ -7,7 +7,8 @@
 //   npx tsx test/vm/lab.ts compare A B        determinism: the figures of two saved sessions side by side
 // HPVM_SUITE=bullseye picks the legacy guest (issue 8: kernel 5.10, block-layer hybrid polling):
 // run and table then show its session (results/latest-bullseye.json), record writes vm-legacy.jsonl.
-// Env: HPVM_SUITE, HPVM_PROFILE, HPVM_IOS, HPVM_REPS, HPVM_AB_PAIRS, HPVM_SCENARIOS, HPVM_LEGACY_SECS, HPVM_LEGACY_WORKLOADS,
+// HPVM_SAMPLING=only runs the sampling check alone (test/vm/lib/sampling.ts).
+// Env: HPVM_SUITE, HPVM_PROFILE, HPVM_IOS, HPVM_REPS, HPVM_AB_PAIRS, HPVM_SCENARIOS, HPVM_SAMPLING, HPVM_LEGACY_SECS, HPVM_LEGACY_WORKLOADS,
 // HPVM_ACCEL, HPVM_CACHE (see docs/validation.md).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

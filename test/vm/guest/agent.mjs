@@ -295,6 +295,67 @@ async function stopTwin() {
   return { exit: st.exit, stderr: st.stderr.slice(-4000) };
 }
 
+/**
+ * Exporters side by side at different --bpf.sample rates (the sampling check): each runs its own
+ * loader, so all of them measure the same run, free of run-to-run noise. They listen on 127.0.0.1
+ * only; the agent scrapes them for the host. Not beside the lab's exporter: one set at a time.
+ */
+const SAMPLED_PORT = 9750;
+let sampled = [];
+async function startSampled(b) {
+  if (sampled.length) throw new Error('sampled exporters already running');
+  if (exporter && exporter.exit === null) throw new Error('the lab exporter is running');
+  const rates = b.rates ?? [];
+  if (!Array.isArray(rates) || rates.length < 2 || rates.length > 4 || new Set(rates).size !== rates.length) throw new Error('rates must be 2 to 4 distinct sample rates');
+  rates.forEach((n) => int(n, 1, 65536, 'rate'));
+  const args = b.args ?? [];
+  for (const a of args) if (typeof a !== 'string' || !FLAG.test(a) || a.startsWith('--bpf.sample') || a.startsWith('--bpf.loader')) throw new Error(`flag not allowed: ${a}`);
+  // start()'s handlers write into the object it returns: extend that one, do not copy it
+  sampled = rates.map((n, i) => Object.assign(start(`exporter-sample-${n}`, process.execPath,
+    [APP, 'serve', ...args, `--bpf.sample=${n}`, `--web.listen-address=127.0.0.1:${SAMPLED_PORT + i}`, `--bpf.loader=${LOADER}`]), { n, port: SAMPLED_PORT + i }));
+  // the host waits for them by scraping (/sampled/scrape with pending): three Node starts under TCG
+  // can outlast one HTTP request
+  return { pids: sampled.map((st) => st.child.pid) };
+}
+/** One scrape of every sampled exporter, keyed by rate; with pending, one not listening yet is reported, not an error. */
+async function scrapeSampled(b) {
+  if (!sampled.length) throw new Error('no sampled exporters running');
+  const out = {};
+  const pending = [];
+  for (const st of sampled) {
+    if (st.exit) throw new Error(`exporter --bpf.sample=${st.n} exited ${JSON.stringify(st.exit)}:\n${(st.stderr + st.stdout).slice(-4000)}`);
+    if (b.pending && !/msg=listening/.test(st.stderr + st.stdout)) {
+      pending.push(st.n);
+      continue;
+    }
+    const r = await fetch(`http://127.0.0.1:${st.port}/metrics`, { signal: AbortSignal.timeout(60_000) });
+    if (!r.ok) throw new Error(`scrape of exporter --bpf.sample=${st.n}: HTTP ${r.status}`);
+    out[st.n] = await r.text();
+  }
+  return { scrapes: out, pending };
+}
+function signalSampled(sig) {
+  if (!sampled.length) throw new Error('no sampled exporters running');
+  for (const st of sampled) if (st.exit === null) st.child.kill(sig);
+  return { ok: true };
+}
+async function stopSampled() {
+  const all = sampled;
+  sampled = [];
+  const out = {};
+  for (const st of all) {
+    if (st.exit === null) {
+      st.child.kill('SIGCONT');
+      st.child.kill('SIGTERM');
+      const timer = setTimeout(() => st.child.kill('SIGKILL'), 15_000);
+      await st.done;
+      clearTimeout(timer);
+    }
+    out[st.n] = { exit: st.exit, log: (st.stderr + st.stdout).slice(-4000) };
+  }
+  return { exporters: out, bpfPrograms: bpfPrograms() };
+}
+
 /** BPF programs loaded in the guest now (the loader must leave none behind). */
 function bpfPrograms() {
   try {
@@ -351,6 +412,11 @@ const routes = {
   'POST /twin/start': startTwin,
   'POST /twin/snap': snapTwin,
   'POST /twin/stop': stopTwin,
+  'POST /sampled/start': startSampled,
+  'POST /sampled/scrape': scrapeSampled,
+  'POST /sampled/pause': async () => signalSampled('SIGSTOP'),
+  'POST /sampled/resume': async () => signalSampled('SIGCONT'),
+  'POST /sampled/stop': stopSampled,
   // BPF run-time statistics for the cost diagnostic (the exporter itself never writes sysctls).
   'POST /bpf/stats': async (b) => {
     writeFileSync('/proc/sys/kernel/bpf_stats_enabled', b.enable ? '1' : '0');
@@ -450,6 +516,7 @@ const routes = {
     setTimeout(async () => {
       await stopExporter();
       await stopTwin();
+      await stopSampled();
       drive?.child.kill('SIGKILL');
       server.close();
       process.exit(0);

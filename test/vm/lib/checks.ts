@@ -5,6 +5,7 @@
 // over repetitions. In virtual time (icount) and on the simulated device, a run's figures depend
 // only on the instructions it executes, so the bounds are those of issue 13.
 import { parseHpsimStats, runFigures, type RunFigures } from './figures.js';
+import { samplingChecks } from './sampling.js';
 import { TRACED, type PollMode, type Scenario, type Session, type Tracing } from './session.js';
 
 export interface CheckResult {
@@ -423,6 +424,7 @@ export function allChecks(session: Session): CheckResult[] {
   return [
     ...session.scenarios.flatMap((sc, i) => [...(i === 0 ? check1(s, sc) : []), ...check2(s, sc), ...check3(s, sc), ...check4(s, sc), ...(sc.model ? check5(s, sc) : [])]),
     ...checkCleanup(s),
+    ...samplingChecks(session.sampling),
   ];
 }
 

@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { accelFacts, chooseAccel, type Accel } from './accel.js';
 import { Guest, usesIcount, type BootOptions, type GuestImages, type NvmeSpec } from './guest.js';
 import { recordRun } from './recordings.js';
+import { samplingScenarios } from './sampling.js';
 import { runSession, type Scenario, type Session, type Tracing } from './session.js';
 
 export const ROOT = resolve(import.meta.dirname, '../../..');
@@ -108,6 +109,8 @@ export interface LabOptions {
   sweep: boolean;
   /** BPF paths: both, or fentry only (the CI profile: the tracepoint path is bullseye's, which the gate runs too) */
   paths: Exclude<Tracing, 'untraced'>[];
+  /** the sampling check (sampling.ts): 'on' after the other runs, 'only' without them, 'off' (HPVM_SAMPLING) */
+  sampling: 'on' | 'only' | 'off';
 }
 
 /**
@@ -135,7 +138,10 @@ export function labOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LabOpti
   const paths = (env.HPVM_PATHS ?? (ci ? 'fentry' : 'fentry,tracepoint')).split(',');
   for (const p of paths) if (p !== 'fentry' && p !== 'tracepoint') throw new Error(`HPVM_PATHS: unknown path ${p} (fentry, tracepoint)`);
   const sweep = env.HPVM_SWEEP !== undefined ? env.HPVM_SWEEP === '1' : !ci && !only;
-  return { profile, ios, reps, abPairs, sweep, paths: paths as LabOptions['paths'], ...(only ? { only } : {}) };
+  // Off in the CI profile: three more exporter starts (1–4 min) for a check measured on one boot so far.
+  const sampling = env.HPVM_SAMPLING ?? (ci ? 'off' : 'on');
+  if (sampling !== 'on' && sampling !== 'only' && sampling !== 'off') throw new Error(`HPVM_SAMPLING must be on, only or off, not ${sampling}`);
+  return { profile, ios, reps, abPairs, sweep, paths: paths as LabOptions['paths'], sampling, ...(only ? { only } : {}) };
 }
 
 /** What a lab may choose of a boot; the rest (images, accelerator, log, console file) the lab fills in. */
@@ -177,11 +183,14 @@ export async function runLab(o: LabOptions): Promise<string> {
   const guest = await bootWithRetry(images, accel);
   let session: Session;
   try {
-    const sc = scenarios(o.ios).filter((s) => !o.only || o.only.includes(s.id));
-    log(`profile ${o.profile}: ${sc.map((s) => s.id).join(', ')}; paths ${o.paths.join(', ')}; ${o.ios} I/Os per run, ${o.reps} rep(s), ${o.abPairs} A/B pair(s)`);
+    const sc = o.sampling === 'only' ? [] : scenarios(o.ios).filter((s) => !o.only || o.only.includes(s.id));
+    log(`profile ${o.profile}: ${sc.map((s) => s.id).join(', ')}; paths ${o.paths.join(', ')}; ${o.ios} I/Os per run, ${o.reps} rep(s), ${o.abPairs} A/B pair(s); sampling check ${o.sampling}`);
     session = await runSession(guest, {
       startedAt: new Date(t0).toISOString(), accel, accelWhy: why, images, info: guest.info, bootSeconds: guest.bootSeconds, profile: o.profile,
-    }, { scenarios: sc, paths: o.paths, reps: o.reps, abPairs: o.abPairs, exporterArgs: exporterArgs(), ...(o.sweep ? { sweep: SWEEP } : {}), log });
+    }, {
+      scenarios: sc, paths: o.sampling === 'only' ? [] : o.paths, reps: o.reps, abPairs: o.abPairs, exporterArgs: exporterArgs(),
+      ...(o.sweep && o.sampling !== 'only' ? { sweep: SWEEP } : {}), ...(o.sampling !== 'off' ? { sampling: samplingScenarios(o.ios) } : {}), log,
+    });
   } finally {
     const off = await guest.shutdown();
     log(`guest ${off.clean ? 'powered off' : 'killed (no clean power-off)'}`);

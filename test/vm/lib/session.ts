@@ -7,8 +7,11 @@
 // hybrid then classic poll, scraped before and after; then, with the exporter paused and
 // bpf_stats off, A/B runs alternate its programs detached and attached: the baseline of "tracing
 // does not change the workload". A simulated device (hpsim) gets its profile and seed written
-// before every run, so every run of a scenario sees the same sequence of service times.
+// before every run, so every run of a scenario sees the same sequence of service times. Last, the
+// sampling check's runs (sampling-session.ts): exporters at several --bpf.sample rates side by side.
 import type { Guest, GuestInfo, GuestImages } from './guest.js';
+import type { SamplingScenario, SamplingSession } from './sampling.js';
+import { samplingRuns } from './sampling-session.js';
 
 export type Tracing = 'untraced' | 'fentry' | 'tracepoint';
 export type PollMode = 'poll' | 'hybrid' | 'irq';
@@ -130,6 +133,8 @@ export interface Session extends SessionBase {
   exporterArgs: Record<Exclude<Tracing, 'untraced'>, string[]>;
   scenarios: Scenario[];
   runs: RunRecord[];
+  /** the sampling check's runs (sampling.ts), after every other run */
+  sampling?: SamplingSession;
 }
 
 export interface SessionOptions {
@@ -145,6 +150,8 @@ export interface SessionOptions {
    * QD1 hybrid runs on the first QD1 simulated scenario's device, fentry exporter, after the checked runs
    */
   sweep?: string[];
+  /** the sampling check's workloads, run last with exporters at every sample rate side by side (sampling.ts) */
+  sampling?: SamplingScenario[];
   log: (msg: string) => void;
 }
 
@@ -190,7 +197,7 @@ async function deviceStats(g: Guest, s: Scenario, device: string): Promise<strin
  * the model diffs two snapshots in which the device exists). The simulated device is reset
  * (profile, seed) before the warm-up and again before the measured run.
  */
-async function runDriver(g: Guest, s: Scenario, device: string, mode: PollMode, o: DriveOptions = {}): Promise<Pick<RunRecord, 'driver' | 'hpsim'>> {
+export async function runDriver(g: Guest, s: Scenario, device: string, mode: PollMode, o: DriveOptions = {}): Promise<Pick<RunRecord, 'driver' | 'hpsim'>> {
   const call = async (body: Record<string, unknown>, what: string, ios: number) => {
     await g.agent('POST', '/drive', { device: `/dev/${device}`, mode, qd: s.qd, bs: s.bs, ...body });
     const r = await g.agent<{ exit: { code: number | null } | null; result: (DriverResult & { error?: string }) | null; beside?: string[]; stdout: string; stderr: string }>(
@@ -408,6 +415,7 @@ export async function runSession(g: Guest, base: Omit<Session, 'runs' | 'wallSec
         }
       }
     }
+    if (o.sampling?.length) session.sampling = await samplingRuns(g, o.sampling, o.exporterArgs.fentry, o.log);
   } catch (e) {
     session.error = (e as Error).message;
     o.log(`session stopped: ${session.error}`);

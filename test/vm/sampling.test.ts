@@ -1,0 +1,99 @@
+// The sampling check's arithmetic (test/vm/lib/sampling.ts) on synthetic scrapes, no VM: each
+// bound passes just inside and fails just outside, and the premise catches an exporter that did
+// not sample.
+import { describe, expect, it } from 'vitest';
+import { agreement, sampledFigures, samplingChecks, samplingScenarios, type SamplingSession } from './lib/sampling.js';
+import type { DriverResult } from './lib/session.js';
+
+const DEV = 'hpsim0';
+
+interface Fig { rate: number; eff: number; opt: number; wasted: number; lat: number; polled?: number; sleeps?: number; gauge?: number }
+
+function scrape(f: Fig, after: boolean): string {
+  const k = after ? 1 : 0;
+  const d = `device="${DEV}"`;
+  return [
+    `hybridpoll_bpf_sample_rate ${f.gauge ?? f.rate}`,
+    `hybridpoll_polled_ios_total{${d}} ${100 + k * (f.polled ?? 4000)}`,
+    `hybridpoll_poll_sleeps_total{${d}} ${90 + k * (f.sleeps ?? 3990)}`,
+    `hybridpoll_io_latency_seconds_count{${d}} ${64 * 10 + k * f.lat}`,
+    `hybridpoll_io_latency_seconds_sum{${d}} ${1 + k * f.lat * 5e-5}`,
+    `hybridpoll_wasted_cpu_seconds_total{${d}} ${0.5 + k * f.wasted}`,
+    ...(after ? [
+      `hybridpoll_sleep_efficiency_ratio{${d}} ${f.eff}`,
+      `hybridpoll_optimal_sleep_seconds{${d}} ${f.opt}`,
+      `hybridpoll_model_unresolved_ratio{${d}} 0`,
+      `hybridpoll_model_input_info{${d},device_time="censored_km",wake_overhead="measured",switch_cost="measured"} 1`,
+    ] : []),
+  ].join('\n');
+}
+
+const driver = { ios: 4000 } as DriverResult;
+
+function session(figs: Fig[], scenarios = samplingScenarios(4000).slice(0, 1)): SamplingSession {
+  return {
+    rates: figs.map((f) => f.rate),
+    args: [],
+    scenarios,
+    runs: [{
+      scenario: scenarios[0]!.id, device: DEV, driver,
+      before: Object.fromEntries(figs.map((f) => [f.rate, scrape(f, false)])),
+      after: Object.fromEntries(figs.map((f) => [f.rate, scrape(f, true)])),
+    }],
+  };
+}
+
+const ref: Fig = { rate: 1, eff: 0.5, opt: 40e-6, wasted: 0.01, lat: 4000 };
+
+describe('sampling agreement', () => {
+  it('is relative, and exact where N = 1 reads 0', () => {
+    expect(agreement(1.0199, 1).pass).toBe(true);
+    expect(agreement(0.9801, 1).pass).toBe(true);
+    expect(agreement(1.0201, 1).pass).toBe(false);
+    expect(agreement(0.9799, 1).pass).toBe(false);
+    expect(agreement(0, 0).pass).toBe(true);
+    expect(agreement(0.001, 0).pass).toBe(false);
+    expect(agreement(undefined, 1).pass).toBe(false);
+    expect(agreement(1, undefined).pass).toBe(false);
+  });
+
+  it('reads the figures of one run from the two scrapes', () => {
+    const f = sampledFigures(scrape({ ...ref, rate: 16, lat: 4016 }, false), scrape({ ...ref, rate: 16, lat: 4016 }, true), DEV, 16);
+    expect(f).toMatchObject({ rate: 16, sampleRate: 16, efficiency: 0.5, optimalSleep: 40e-6, polledIos: 4000, sleeps: 3990, latencyCount: 4016, deviceTimeSource: 'censored_km' });
+    expect(f.wastedSeconds).toBeCloseTo(0.01, 12);
+  });
+
+  it('passes each figure within ±2 % of N = 1 and fails it outside', () => {
+    const c = samplingChecks(session([ref, { ...ref, rate: 16, eff: 0.5 * 1.019, opt: 40e-6 * 0.981, lat: 3984 }, { ...ref, rate: 64, wasted: 0.01 * 1.021, lat: 4032 }]));
+    const by = (title: RegExp) => c.find((x) => x.id === 'S agreement' && title.test(x.title))!;
+    expect(c.find((x) => x.id === 'S premise')!.pass).toBe(true);
+    expect(by(/^efficiency.*N=16/).pass).toBe(true);
+    expect(by(/^optimal sleep.*N=16/).pass).toBe(true);
+    expect(by(/^wasted CPU.*N=16/).pass).toBe(true);
+    expect(by(/^efficiency.*N=64/).pass).toBe(true);
+    expect(by(/^wasted CPU.*N=64/).pass).toBe(false);
+    expect(by(/^wasted CPU.*N=64/).measured).toMatch(/\+2\.10%/);
+    expect(c.filter((x) => x.id === 'S agreement')).toHaveLength(6);
+  });
+
+  it('fails the premise when an exporter did not sample or lost a count', () => {
+    const premise = (figs: Fig[]) => samplingChecks(session(figs)).find((x) => x.id === 'S premise')!.pass;
+    expect(premise([ref, { ...ref, rate: 16, lat: 3984 }])).toBe(true);
+    // io_latency counted one by one: no multiple of 16, the loader timed every completion
+    expect(premise([ref, { ...ref, rate: 16, lat: 4001 }])).toBe(false);
+    // the loader said another rate
+    expect(premise([ref, { ...ref, rate: 16, lat: 3984, gauge: 1 }])).toBe(false);
+    // counts must be exact at every rate
+    expect(premise([ref, { ...ref, rate: 16, lat: 3984, polled: 3999 }])).toBe(false);
+    expect(premise([ref, { ...ref, rate: 16, lat: 3984, sleeps: 3989 }])).toBe(false);
+    // and agree with the driver's
+    expect(premise([{ ...ref, polled: 3900 }, { ...ref, rate: 16, lat: 3984, polled: 3900 }])).toBe(false);
+  });
+
+  it('fails a scenario without its run, and a phase that stopped', () => {
+    const s = session([ref, { ...ref, rate: 16, lat: 3984 }], samplingScenarios(4000));
+    const c = samplingChecks({ ...s, error: 'guest agent: boom' });
+    expect(c.filter((x) => x.id === 'S ran' && !x.pass).map((x) => x.scenario)).toEqual(['sampling', 'sampling qd1 classic', 'sampling qd32 hybrid', 'sampling qd32 classic']);
+    expect(samplingChecks(undefined)).toEqual([]);
+  });
+});
