@@ -29,14 +29,16 @@ export function deviceDashboard(c: BundleConfig): Dashboard {
       .asDropdown(true).includeVars(true).keepTime(true))
     .withRow(new RowBuilder('Summary'))
     .withPanel(small('Efficiency', 'Sleep efficiency η, raw: 100% = as good as the best static sleep, 0% = no better than classic polling; it can leave 0–100% when the kernel does worse than classic or the model is off.',
-      'percentunit', `hybridpoll_sleep_efficiency_ratio${D}`))
+      'percentunit', `hybridpoll_sleep_efficiency_ratio${D}`, undefined, 3))
     .withPanel(small('Wasted CPU', 'Cores this device\'s pollers spend beyond the best static sleep (recorded 5m rate).',
-      CORES, `${r.deviceWastedCores}${D}`))
+      CORES, `${r.deviceWastedCores}${D}`, undefined, 3))
     .withPanel(small('Polled IOPS', 'Polled I/Os completed per second (recorded 5m rate).', 'iops', `${r.devicePolledIops}${D}`, undefined, 3))
     .withPanel(small('Current policy', 'The sleep policy the kernel uses here, detected from the kernel era and the device settings.',
-      'none', `hybridpoll_current_policy_info${D}`, '{{policy}}').textMode(common.BigValueTextMode.Name))
+      'none', `hybridpoll_current_policy_info${D}`, '{{policy}}', 3).textMode(common.BigValueTextMode.Name))
     .withPanel(small('Model error', 'Modelled CPU per I/O at the current sleep against the CPU measured by eBPF, minus 1: near 0% means the efficiency and waste figures can be trusted.',
       'percentunit', `hybridpoll_model_cpu_error_ratio${D}`, undefined, 3))
+    .withPanel(small('In flight', 'Mean polled I/Os in flight when the poller starts waiting: the queue depth the model is evaluated at (1: the exact QD1 forms; above 1.5 the poller model at that depth).',
+      'short', `hybridpoll_model_in_flight_ios${D}`, undefined, 3))
     .withPanel(small('Unresolved share', 'Share of the device-time distribution the data cannot place (I/Os complete at wake-up below every exactly timed one). Above 0% the optimal sleep is an upper bound and the modelled oversleep a lower bound; `report` bounds or withholds its recommendation.',
       'percentunit', `hybridpoll_model_unresolved_ratio${D}`, undefined, 3))
     .withPanel(small('Oversleep share', 'Fraction of I/Os already complete when the poller woke up (model window).',
@@ -153,7 +155,7 @@ export function deviceDashboard(c: BundleConfig): Dashboard {
       width: 24,
       // The info metric's labels joined onto the switch cost: one row per device.
       queries: [{
-        expr: `hybridpoll_model_switch_cost_seconds${D} * on (${s.deviceKey()}) group_left (device_time, wake_overhead, switch_cost) hybridpoll_model_input_info${D}`,
+        expr: `hybridpoll_model_switch_cost_seconds${D} * on (${s.deviceKey()}) group_left (device_time, wake_overhead, switch_cost, depth) hybridpoll_model_input_info${D}`,
         instant: true,
         format: 'table',
       }],

@@ -50,9 +50,12 @@ export function belowBestCause(t: Analysis): string | undefined {
 /** Why the kernel's sleep costs more CPU than classic polling (η < 0); undefined when it does not. */
 export function aboveClassicCause(t: Analysis): string | undefined {
   const c = t.current;
-  if (!(c.sleptFraction > 0) || !(c.outcome.cpuNs > t.deviceTime.meanNs)) return undefined;
-  // cpu(s) > E[D] ⇔ the spin a sleep saves, E[min(D, s + O)], is less than c_sw
-  const saved = (t.deviceTime.meanNs - c.outcome.spinNs) / c.sleptFraction;
+  // classic polling's CPU per I/O: E[D] at QD1, the classic row at depth
+  const classic = t.policies.find((p) => p.policy === 'classic')?.cpuNs ?? t.deviceTime.meanNs;
+  const sleepsPerIo = t.depth?.sleepsPerIo ?? c.sleptFraction;
+  if (!(sleepsPerIo > 0) || !(c.outcome.cpuNs > classic)) return undefined;
+  // cpu(s) > classic ⇔ the spin a sleep saves (QD1: E[min(D, s + O)]) is less than c_sw
+  const saved = (classic - c.outcome.spinNs) / sleepsPerIo;
   return `a sleep saves ${us(saved)} of spin per slept I/O, less than the ${us(t.switchCostNs)} a sleep/wake pair costs`;
 }
 

@@ -8,8 +8,9 @@ import { lowerNs, midNs, NB, upperNs } from './buckets.js';
 import { atom, bucketPiece, calibratedDist, summary } from './dist.js';
 import { estimateDeviceTime } from './censored.js';
 import { CostModel, evaluatePolicies, policySleep, WorstCase, type UnresolvedAtom } from './policies.js';
-import type { AnalyseOptions, CurrentPolicy, CurrentState, DeviceTimeSource, DeviceWindow, Dist, Measured, ModelTarget, OversleepCheck, UnresolvedBound } from './types.js';
+import type { AnalyseOptions, CurrentPolicy, CurrentState, DepthState, DeviceTimeSource, DeviceWindow, Dist, Measured, ModelTarget, OversleepCheck, UnresolvedBound } from './types.js';
 import { Accumulator, totalsDelta } from './window.js';
+import { analyseAtDepth, DEPTH_THRESHOLD, meanInFlight, pollerEra } from './depth.js';
 
 /** c_sw when it cannot be measured: the on-CPU cost of an hrtimer sleep plus a context switch pair on current x86 (design.md §5 anchor). */
 export const DEFAULT_SWITCH_COST_NS = 1500;
@@ -184,9 +185,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
     latencyBudget: opts.latencyBudget,
     ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}),
   });
-  const policies = evaluatePolicies(m);
-  const best = policies.find((p) => p.policy === 'best_static')!;
-  const oracle = policies.find((p) => p.policy === 'oracle')!;
+  const qd1Policies = evaluatePolicies(m);
 
   // The current state, as measured: which I/Os slept and for how long.
   const kernelEstimate = sleepReq !== undefined && sleepReq.aux1 > 0;
@@ -205,8 +204,25 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
     current = { policy: 'classic', sleepNs: 0, sleptFraction: 0, sleepSource: 'none', outcome: m.outcome(0) };
   }
 
-  const gain = m.meanD - best.cpuNs;
-  const efficiency = gain > 1e-9 * m.meanD ? (m.meanD - current.outcome.cpuNs) / gain : undefined;
+  // At depth the table, best, oracle and current state are the poller model's (depth.ts); at QD1
+  // (or where the loader does not count the depth) today's closed forms, unchanged.
+  let policies = qd1Policies;
+  let classicCpuNs = m.meanD;
+  let depth: DepthState | undefined;
+  const inFlight = meanInFlight(w.counters);
+  const era = pollerEra(w.era, w.release);
+  if (inFlight !== undefined && inFlight >= DEPTH_THRESHOLD && era) {
+    const d = analyseAtDepth({
+      era, device: w.device, meanDepth: inFlight, fD: dt.dist, fO, switchCostNs: csw.ns, latencyBudget: opts.latencyBudget,
+      ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}), current, qd1: qd1Policies,
+    });
+    ({ policies, classicCpuNs, depth, current } = d);
+  }
+  const best = policies.find((p) => p.policy === 'best_static')!;
+  const oracle = policies.find((p) => p.policy === 'oracle')!;
+
+  const gain = classicCpuNs - best.cpuNs;
+  const efficiency = gain > 1e-9 * classicCpuNs ? (classicCpuNs - current.outcome.cpuNs) / gain : undefined;
 
   let measured: Measured | undefined;
   const spinNs = counter(w, 'spin_ns') ?? w.hists.spin?.sumNs;
@@ -255,6 +271,8 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
         }
       : {}),
     ...(oversleepCheck ? { oversleepCheck } : {}),
+    ...(depth ? { depth } : {}),
+    ...(inFlight !== undefined ? { inFlight } : {}),
     ...(unresolved > 0 ? { bound: unresolvedBound(new WorstCase(m, dt.unresolved), best.sleepNs) } : {}),
   };
   return { ...partial, ...advise(partial) };
@@ -316,7 +334,8 @@ export function analysePair(from: SnapshotInputs, to: SnapshotInputs, opts: Anal
   for (const [dev, cur] of head) {
     const old = base.get(dev);
     const d = old ? totalsDelta(old, cur) : { hists: cur.hists, counters: cur.counters };
-    const t = analyse({ dev, ...deviceContext(to, dev, cur.device), seconds, era, ...d }, opts);
+    const release = to.host?.features.release;
+    const t = analyse({ dev, ...deviceContext(to, dev, cur.device), seconds, era, ...(release ? { release } : {}), ...d }, opts);
     if (t) out.push(t);
   }
   return out;

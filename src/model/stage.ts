@@ -40,10 +40,11 @@ export class EfficiencyModel implements ModelStage {
       this.window.push({ tMs: snapshot.takenAtMs, monoNs: bpf.takenAtNs, devices: totals, ...(bpf.sampleRate !== undefined ? { sampleRate: bpf.sampleRate } : {}) });
       for (const dev of [...this.wasted.keys()]) if (!totals.has(dev)) this.wasted.delete(dev);
       const era = snapshot.host?.era.era ?? 'unknown';
+      const release = snapshot.host?.features.release;
       for (const [dev, cur] of totals) {
         const ctx = deviceContext(snapshot, dev, cur.device);
         const d = this.window.delta(dev);
-        const target = d ? analyse({ dev, ...ctx, era, ...d }, this.opts) : undefined;
+        const target = d ? analyse({ dev, ...ctx, era, ...(release ? { release } : {}), ...d }, this.opts) : undefined;
         if (target) targets.push(target);
         // A device's counter starts with its first analysis and lives while the device is present.
         const w = this.wasted.get(dev) ?? (target ? { device: ctx.device, seconds: 0 } : undefined);

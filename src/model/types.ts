@@ -87,6 +87,8 @@ export interface DeviceWindow {
   counters: Record<string, number>;
   /** kernel era of the host */
   era: Era;
+  /** the host's kernel release (`uname -r`), when read: splits the io_uring hybrid eras at 7.0 */
+  release?: string;
   /** queue/io_poll_delay of the device, if read */
   ioPollDelay?: number;
   /**
@@ -179,6 +181,14 @@ export interface ModelTarget {
   /** with an unresolved share: what the advice can still promise whatever those device times are */
   bound?: UnresolvedBound;
   /**
+   * present when the device's pollers kept more than one polled I/O in flight (mean ≥ 1.5 at the
+   * start of a waiting call): the table, best, oracle and current state are then the poller
+   * model's at that depth (src/model/depth.ts), not the QD1 forms
+   */
+  depth?: DepthState;
+  /** mean polled I/Os in flight at the start of a waiting call, when the loader counts it */
+  inFlight?: number;
+  /**
    * what the recommendation rests on: `model` (the best static sleep; nothing unresolved),
    * `bounded` (a sleep within the budget whatever the unresolved device times, the model's best
    * not provably so), `withheld` (no sleep can be shown to save CPU within the budget)
@@ -186,6 +196,25 @@ export interface ModelTarget {
   advice: 'model' | 'bounded' | 'withheld';
   /** one line for humans */
   recommendation: string;
+}
+
+/** How the model was evaluated at depth (ModelTarget.depth). */
+export interface DepthState {
+  /** mean polled I/Os in flight at the start of a waiting call (BPF: inflight_sum / waits) */
+  meanInFlight: number;
+  /** the poller model's era (src/model/poller/types.ts PollerEra) */
+  era: string;
+  /** `closed_form` (QD1 forms) or `simulation` (the seeded simulation) */
+  method: 'closed_form' | 'simulation';
+  /** the depths simulated and the share of I/Os each stands for */
+  points: { depth: number; ioShare: number }[];
+  /** the current state's modelled sleeps per I/O and completions per reaping pass */
+  sleepsPerIo: number;
+  reapedPerPass: number;
+  /** standard error of the current state's modelled CPU per I/O (the simulation's own noise) */
+  cpuStdErrNs: number;
+  /** under the kernel's own rule (io_uring): where its running minimum ends */
+  kernelEstimateNs?: number;
 }
 
 export interface OversleepCheck {

@@ -112,6 +112,7 @@ export function simulatePoller(sim: PollerSim): { hists: Record<string, BucketHi
   }
   return {
     hists,
-    counters: { polled_ios: sim.n, sleeps, overslept, spun, spin_ns: spinNs, sleep_ns: sleeps * sim.sleepNs },
+    // one I/O in flight at every wait (QD1), as a loader that counts the depth reports it
+    counters: { polled_ios: sim.n, sleeps, overslept, spun, spin_ns: spinNs, sleep_ns: sleeps * sim.sleepNs, waits: sim.n, inflight_sum: sim.n },
   };
 }

@@ -1,0 +1,157 @@
+// The model at the measured queue depth (issue 15): when a device's pollers keep more than one
+// polled I/O in flight, today's QD1 table is replaced by the poller model's (src/model/poller/),
+// evaluated at that depth on the same F_D, F_O and c_sw. Pure.
+import type { Era } from '../sources/types.js';
+import { parseRelease } from '../sources/era.js';
+import { evaluatePoller, type CurrentPoller, type PollerEra, type PollerOutcome, type PollerResult } from './poller/index.js';
+import type { CurrentState, DepthState, Dist, PolicyOutcome } from './types.js';
+
+/**
+ * A mean depth below this is QD1: closed forms, exactly today's model. The poller model itself
+ * rounds depth points, so 1.5 is where it would stop being QD1 anyway.
+ */
+export const DEPTH_THRESHOLD = 1.5;
+
+/**
+ * Mean polled I/Os in flight at the start of a waiting call, from the BPF counters `waits` and
+ * `inflight_sum` (src/bpf/README.md); undefined when the loader does not count them or nothing waited.
+ */
+export function meanInFlight(counters: Record<string, number>): number | undefined {
+  const waits = counters['waits'];
+  const sum = counters['inflight_sum'];
+  if (waits === undefined || sum === undefined || !(waits > 0) || !(sum >= 0)) return undefined;
+  const d = sum / waits;
+  return Number.isFinite(d) ? d : undefined;
+}
+
+/**
+ * The depth histogram for the poller model from a mean: the two closed loops around it (floor and
+ * ceil) in the mix that has that mean. Only the mean is counted; a closed loop at iodepth N reads
+ * N at every wait, so an integer mean is one point.
+ */
+export function depthMix(mean: number): [number, number][] {
+  const lo = Math.max(1, Math.floor(mean));
+  const frac = mean - lo;
+  if (frac < 1e-6) return [[lo, 1]];
+  return [
+    [lo, 1 - frac],
+    [lo + 1, frac],
+  ];
+}
+
+/**
+ * The poller model's era for a host era (how an io_uring poller at depth polls; a sync HIPRI job
+ * has one I/O in flight, so depth > 1 per task is io_uring IOPOLL), or undefined when the era is
+ * not known. Before 7.0 a poll call by a running task is one look at the queue (blk_poll's, then
+ * blk_hctx_poll's task-running check); 7.0 removed it. io_uring hybrid with a release that cannot
+ * be read is taken as 7.0+. Eras without a reachable hybrid sleep still poll classically at depth,
+ * where classic CPU per I/O is not E[D] but about E[D]/depth: they get the model of their poll path.
+ */
+export function pollerEra(era: Era, release: string | undefined): PollerEra | undefined {
+  switch (era) {
+    case 'iouring_hybrid': {
+      const v = parseRelease(release);
+      return v && v[0] === 6 ? 'iouring_613' : 'iouring_70';
+    }
+    case 'no_hybrid': // 6.4–6.12: io_do_iopoll over a wq_list, one look per call, as 6.13–6.19
+      return 'iouring_613';
+    case 'pre_hybrid':
+    case 'blkmq_hybrid':
+    case 'blkmq_hybrid_sync_only':
+    case 'blkmq_hybrid_dead':
+      return 'blkmq_iouring';
+    case 'unknown':
+      return undefined;
+  }
+}
+
+/** The current state as the poller model runs it: the measured sleep, the setting's rule, or classic. */
+function currentPoller(c: CurrentState): CurrentPoller {
+  if (c.sleepSource === 'none' || c.sleepNs <= 0) return { policy: 'classic', rule: 'none' };
+  if (c.sleepSource === 'setting') return { policy: c.policy, rule: 'kernel' };
+  return { policy: c.policy, rule: 'static', sleepNs: c.sleepNs };
+}
+
+function row(o: PollerOutcome, policy: PolicyOutcome['policy'], qd1: PolicyOutcome | undefined): PolicyOutcome {
+  return {
+    policy,
+    sleepNs: o.sleepNs,
+    spinNs: o.spinNs,
+    cpuNs: o.cpuNs,
+    lateNs: o.addedLatencyNs,
+    latencyNs: o.latencyNs,
+    cpuShare: o.cpuShare,
+    // not simulated at depth (poller README "Interface"): the QD1 figure of the same policy
+    oversleepProbability: qd1?.oversleepProbability ?? 0,
+    meetsBudget: o.meetsBudget,
+  };
+}
+
+export interface AtDepthInput {
+  era: PollerEra;
+  device: string;
+  meanDepth: number;
+  fD: Dist;
+  fO: Dist;
+  switchCostNs: number;
+  latencyBudget: number;
+  fixedSleepNs?: number;
+  /** today's QD1 analysis of the same window: its current state and table (oversleep figures) */
+  current: CurrentState;
+  qd1: PolicyOutcome[];
+}
+
+export interface AtDepth {
+  policies: PolicyOutcome[];
+  best: PolicyOutcome;
+  oracle: PolicyOutcome;
+  current: CurrentState;
+  /** classic polling's CPU per I/O at this depth (η's cpu(0)) */
+  classicCpuNs: number;
+  depth: DepthState;
+}
+
+/**
+ * The what-if table, best, oracle and current state of one device's poller at its measured depth.
+ * One device per poller (rings over several devices are not attributed yet); no submission cost
+ * (not measured: it only shifts timing). Throws on malformed input (evaluatePoller's message).
+ */
+export function analyseAtDepth(a: AtDepthInput): AtDepth {
+  const r: PollerResult = evaluatePoller({
+    era: a.era,
+    devices: [{ device: a.device, fD: a.fD, share: 1, ...(a.fixedSleepNs !== undefined ? { fixedSleepNs: a.fixedSleepNs } : {}) }],
+    fO: a.fO,
+    switchCostNs: a.switchCostNs,
+    latencyBudget: a.latencyBudget,
+    depth: depthMix(a.meanDepth),
+    submission: { submitNs: 0, reapNs: 0, minComplete: 1 },
+    current: currentPoller(a.current),
+  });
+  const qd1 = (p: string) => a.qd1.find((x) => x.policy === p);
+  const policies = r.policies.map((o) => row(o, o.policy as PolicyOutcome['policy'], qd1(o.policy)));
+  const best = policies.find((p) => p.policy === 'best_static')!;
+  const oracle = policies.find((p) => p.policy === 'oracle')!;
+  const classic = policies.find((p) => p.policy === 'classic')!;
+  const { policy: _p, ...cur } = row(r.current, 'classic', undefined);
+  return {
+    policies,
+    best,
+    oracle,
+    classicCpuNs: classic.cpuNs,
+    current: {
+      ...a.current,
+      ...(a.current.sleepSource === 'setting' ? { sleepNs: r.current.sleepNs } : {}),
+      outcome: { ...cur, oversleepProbability: a.current.outcome.oversleepProbability },
+    },
+    depth: {
+      meanInFlight: a.meanDepth,
+      era: r.era,
+      method: r.method,
+      points: r.depthPoints,
+      sleepsPerIo: r.current.sleepsPerIo,
+      reapedPerPass: r.current.reapedPerPass,
+      cpuStdErrNs: r.current.cpuStdErrNs,
+      ...(r.kernelEstimateNs !== undefined ? { kernelEstimateNs: r.kernelEstimateNs } : {}),
+    },
+  };
+}

@@ -1,0 +1,96 @@
+// The model at the measured depth (src/model/depth.ts): the depth input, the era mapping, and
+// analyse() switching from the QD1 forms to the poller model only at depth.
+import { describe, expect, it } from 'vitest';
+import { analyse } from '../../src/model/analyse.js';
+import { depthMix, DEPTH_THRESHOLD, meanInFlight, pollerEra } from '../../src/model/depth.js';
+import type { DeviceWindow } from '../../src/model/types.js';
+import { histOf, normal, prng, simulatePoller } from './helpers.js';
+
+const OPTS = { latencyBudget: 0.01 };
+
+describe('depth inputs', () => {
+  it('reads the mean in flight from the BPF counters, or nothing', () => {
+    expect(meanInFlight({})).toBeUndefined();
+    expect(meanInFlight({ waits: 0, inflight_sum: 0 })).toBeUndefined();
+    expect(meanInFlight({ waits: 10 })).toBeUndefined();
+    expect(meanInFlight({ waits: 8, inflight_sum: 30 })).toBe(3.75);
+  });
+
+  it('mixes the two closed loops around a mean so that the mix has that mean', () => {
+    expect(depthMix(4)).toEqual([[4, 1]]);
+    for (const m of [1.2, 2.25, 7.9, 31.5]) {
+      const mix = depthMix(m);
+      expect(mix).toHaveLength(2);
+      expect(mix.reduce((a, [d, w]) => a + d * w, 0)).toBeCloseTo(m, 9);
+      expect(mix.reduce((a, [, w]) => a + w, 0)).toBeCloseTo(1, 9);
+    }
+  });
+
+  it('maps host eras to poll paths: 7.0 splits io_uring hybrid, the pre-7.0 eras poll one look per call', () => {
+    expect(pollerEra('iouring_hybrid', '7.3.4+deb13-amd64')).toBe('iouring_70');
+    expect(pollerEra('iouring_hybrid', '6.18.44')).toBe('iouring_613');
+    expect(pollerEra('iouring_hybrid', undefined)).toBe('iouring_70');
+    expect(pollerEra('no_hybrid', '6.8.0')).toBe('iouring_613');
+    expect(pollerEra('blkmq_hybrid', '5.10.0-32-amd64')).toBe('blkmq_iouring');
+    expect(pollerEra('unknown', undefined)).toBeUndefined();
+  });
+});
+
+/** A classic poller at depth N on a constant device time: each I/O costs D/N of poll-loop CPU (N renewals in parallel). */
+function classicAtDepth(n: number, D: number, N: number): DeviceWindow {
+  const ios = Array.from({ length: n }, () => D);
+  const waits = n; // a closed loop that reaps one and refills one per waiting call
+  return {
+    dev: '259:0', device: 'nvme0n1', seconds: 10, era: 'iouring_hybrid', release: '7.3.4',
+    hists: { rq_lat: histOf(ios), spin: histOf(ios.map((d) => d / N)), iopoll: histOf(ios.map((d) => d / N)) },
+    counters: { polled_ios: n, sleeps: 0, spin_ns: (n * D) / N, waits, inflight_sum: waits * N },
+  };
+}
+
+describe('analyse at depth', () => {
+  it('keeps the QD1 forms exactly when one I/O is in flight', () => {
+    const r = prng(3);
+    const { hists, counters } = simulatePoller({ n: 20_000, D: () => normal(r, 20_000, 500), O: () => normal(r, 1000, 100), sleepNs: 8000, cswNs: 1500, kernelEstimate: true });
+    const w: DeviceWindow = { dev: '259:0', device: 'nvme0n1', seconds: 10, era: 'iouring_hybrid', release: '7.3.4', hists, counters };
+    const { waits: _w, inflight_sum: _i, ...uncounted } = counters;
+    const plain = analyse({ ...w, counters: uncounted }, OPTS)!;
+    const qd1 = analyse(w, OPTS)!;
+    expect(plain.inFlight).toBeUndefined();
+    expect(qd1.depth).toBeUndefined();
+    expect(qd1.inFlight).toBe(1);
+    expect(qd1.policies).toEqual(plain.policies);
+    expect(qd1.current).toEqual(plain.current);
+    expect(qd1.efficiency).toBe(plain.efficiency);
+    expect(DEPTH_THRESHOLD).toBe(1.5);
+  });
+
+  it('models classic polling at depth 4 as E[D]/4 per I/O, and its self-check holds on a run that does', () => {
+    const t = analyse(classicAtDepth(4000, 50_000, 4), OPTS)!;
+    expect(t.depth).toMatchObject({ method: 'simulation', era: 'iouring_70', meanInFlight: 4 });
+    const classic = t.policies.find((p) => p.policy === 'classic')!;
+    // the QD1 table would say E[D] = 50 µs
+    expect(Math.abs(classic.cpuNs / 12_500 - 1)).toBeLessThan(0.03);
+    expect(classic.cpuShare).toBeCloseTo(1, 2);
+    expect(Math.abs(t.modelCpuErrorRatio!)).toBeLessThan(0.03);
+    expect(t.current.policy).toBe('classic');
+  });
+
+  it('takes the table, best, oracle and current state from the poller model at the depth, and η against its classic row', () => {
+    const r = prng(9);
+    const { hists, counters } = simulatePoller({ n: 20_000, D: () => normal(r, 50_000, 1000), O: () => normal(r, 1500, 100), sleepNs: 12_000, cswNs: 1500, kernelEstimate: true });
+    const w: DeviceWindow = { dev: '259:0', device: 'nvme0n1', seconds: 10, era: 'iouring_hybrid', release: '7.3.4', hists, counters: { ...counters, waits: 5000, inflight_sum: 20_000 } };
+    // at depth 4 no sleep adds less than 1 % of E[D] here: a 10 % budget gives a best sleep > 0
+    const t = analyse(w, { latencyBudget: 0.1 })!;
+    expect(t.depth?.method).toBe('simulation');
+    expect(t.best.sleepNs).toBeGreaterThan(0);
+    expect(t.inFlight).toBe(4);
+    const classic = t.policies.find((p) => p.policy === 'classic')!;
+    expect(t.efficiency).toBeCloseTo((classic.cpuNs - t.current.outcome.cpuNs) / (classic.cpuNs - t.best.cpuNs), 12);
+    expect(t.best).toBe(t.policies.find((p) => p.policy === 'best_static'));
+    expect(t.oracle.cpuNs).toBeLessThanOrEqual(t.best.cpuNs + 3 * t.depth!.cpuStdErrNs + 1);
+    // the current state keeps what was measured (its sleep, the share that slept) and the model's figures at depth
+    expect(t.current).toMatchObject({ policy: 'iouring_half_min', sleepSource: 'kernel_estimate', sleepNs: 12_000 });
+    expect(t.current.outcome.cpuNs).toBeLessThan(classic.cpuNs * 1.5);
+    expect(t.wastedCpuCores).toBeCloseTo(((t.measured!.cpuPerIoNs - t.best.cpuNs) * t.measured!.iops) / 1e9, 9);
+  });
+});
