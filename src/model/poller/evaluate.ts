@@ -45,6 +45,7 @@ function validate(input: PollerInput): void {
   nonNegative(input.submission.submitNs, 'submitNs');
   nonNegative(input.submission.reapNs, 'reapNs');
   nonNegative(input.submission.minComplete, 'minComplete');
+  nonNegative(input.submission.loopReapNs ?? 0, 'loopReapNs');
   if (input.era !== 'blkmq_sync') {
     if (!input.depth.length || !(input.depth.reduce((a, [, w]) => a + w, 0) > 0)) throw new Error('evaluatePoller: empty depth histogram');
     for (const [d, w] of input.depth) {

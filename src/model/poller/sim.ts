@@ -78,6 +78,7 @@ export function simulate(cfg: SimConfig): SimStats {
   const nDev = cfg.devices.length;
   if (!nDev) throw new Error('simulate: no device');
   const { submitNs, reapNs } = cfg.submission;
+  const loopReapNs = cfg.submission.loopReapNs ?? 0;
   const minC = Math.min(N, Math.max(0, Math.floor(cfg.submission.minComplete)));
   const multiQueue = nDev > 1;
   // one look per poll call: 6.13–6.19 always (task-is-running check), 5.x always, 7.0+ with ONESHOT
@@ -234,6 +235,7 @@ export function simulate(cfg: SimConfig): SimStats {
     st.latencyNs += t - issue[r]!;
     const pd = st.perDevice[dev[r]!]!;
     pd.ios++;
+    pd.cpuNs += loopReapNs;
     pd.latencyNs += t - issue[r]!;
     pd.foundLatencyNs += foundAt[r]! - issue[r]!;
     if (st.ios % batchSize === 0 && st.batchCpuPerIo.length < BATCHES) {
@@ -254,6 +256,11 @@ export function simulate(cfg: SimConfig): SimStats {
     const n = len - w;
     len = w;
     if (n && measuring) st.reapingPasses++;
+    if (n && loopReapNs > 0) {
+      // completion work inside the loop: on CPU, not looking at any queue
+      t += n * loopReapNs;
+      if (measuring) st.spinNs += n * loopReapNs;
+    }
     if (!measuring && reapedTotal >= cfg.warmup) {
       measuring = true;
       measureFrom = t;

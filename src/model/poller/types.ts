@@ -32,6 +32,12 @@ export interface SubmissionPattern {
   submitNs: number;
   /** on-CPU cost of reaping one completion after the waiting call returns */
   reapNs: number;
+  /**
+   * on-CPU time per completion inside the poll loop after the poll that found it (blk-mq's and
+   * io_uring's completion work: ending the request, posting the CQE), part of the loop's CPU; the
+   * poller looks at nothing meanwhile. Optional, 0 when not measured (the QD1 closed forms leave it out).
+   */
+  loopReapNs?: number;
   /** completions the waiting call waits for (io_uring_enter min_complete; 0 = non-waiting: ONESHOT) */
   minComplete: number;
 }

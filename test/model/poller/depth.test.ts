@@ -182,3 +182,22 @@ describe('bad input', () => {
     expect(() => evaluatePoller(input(over as never))).toThrow(msg);
   });
 });
+
+describe('completion work inside the poll loop (loopReapNs)', () => {
+  const run = (loopReapNs: number, depth: number) =>
+    simulate({ era: 'iouring_70', depth, devices: [{ fD: new Sampler(atom(10_000)), share: 1 }], wake: new Sampler(atom(1000)), switchCostNs: 1500,
+      submission: { submitNs: 0, reapNs: 0, minComplete: 1, loopReapNs }, rule: { kind: 'none' }, ios: 600, warmup: 200, seed: 1 });
+  it('is loop CPU per completion: at depth 1 classic spins D then reaps', () => {
+    const a = run(0, 1);
+    const b = run(700, 1);
+    expect(a.spinNs / a.ios).toBeCloseTo(10_000, 6);
+    expect(b.spinNs / b.ios).toBeCloseTo(10_700, 6);
+    expect(b.overheadNs).toBe(0);
+  });
+  it('delays the next look: at depth 4 the loop CPU per I/O grows and the cycle lengthens', () => {
+    const a = run(0, 4);
+    const b = run(3000, 4);
+    expect(b.elapsedNs / b.ios).toBeGreaterThan(a.elapsedNs / a.ios);
+    expect(b.spinNs / b.ios).toBeGreaterThan(a.spinNs / a.ios);
+  });
+});
