@@ -10,7 +10,7 @@ import { estimateDeviceTime } from './censored.js';
 import { CostModel, evaluatePolicies, policySleep, WorstCase, type UnresolvedAtom } from './policies.js';
 import type { AnalyseOptions, CurrentPolicy, CurrentState, DepthState, DeviceTimeSource, DeviceWindow, Dist, Measured, ModelTarget, OversleepCheck, UnresolvedBound } from './types.js';
 import { Accumulator, totalsDelta } from './window.js';
-import { analyseAtDepth, DEPTH_THRESHOLD, meanInFlight, pollerEra } from './depth.js';
+import { analyseAtDepth, DEPTH_THRESHOLD, meanInFlight, pollerCosts, pollerEra } from './depth.js';
 
 /** c_sw when it cannot be measured: the on-CPU cost of an hrtimer sleep plus a context switch pair on current x86 (design.md §5 anchor). */
 export const DEFAULT_SWITCH_COST_NS = 1500;
@@ -214,7 +214,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
   if (inFlight !== undefined && inFlight >= DEPTH_THRESHOLD && era) {
     const d = analyseAtDepth({
       era, device: w.device, meanDepth: inFlight, fD: dt.dist, fO, switchCostNs: csw.ns, latencyBudget: opts.latencyBudget,
-      ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}), current, qd1: qd1Policies,
+      ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}), ...pollerCosts(w.counters), current, qd1: qd1Policies,
     });
     ({ policies, classicCpuNs, depth, current } = d);
   }

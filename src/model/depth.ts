@@ -25,6 +25,29 @@ export function meanInFlight(counters: Record<string, number>): number | undefin
 }
 
 /**
+ * The poller's costs around its polling, per I/O, from the BPF counters (src/bpf/README.md), each
+ * 0 when not counted:
+ * - `outsideNs`: time between poll loops (loop end → next loop start in the same task: reaping the
+ *   CQEs, user space, the submission), as the mean gap over the mean completions per wait: the
+ *   model's submission cost, which delays the refill;
+ * - `loopReapNs`: inside the loop after the poll that found completions (ending the requests,
+ *   posting CQEs), per completion.
+ */
+export function pollerCosts(counters: Record<string, number>): { outsideNs: number; loopReapNs: number } {
+  const ratio = (a: string, b: string) => {
+    const x = counters[a];
+    const y = counters[b];
+    return x !== undefined && y !== undefined && y > 0 && x >= 0 && Number.isFinite(x / y) ? x / y : undefined;
+  };
+  const gap = ratio('gap_ns', 'gaps');
+  const perWait = ratio('polled_ios', 'waits');
+  return {
+    outsideNs: gap !== undefined && perWait !== undefined && perWait > 0 ? gap / perWait : 0,
+    loopReapNs: ratio('reap_ns', 'reaped') ?? 0,
+  };
+}
+
+/**
  * The depth histogram for the poller model from a mean: the two closed loops around it (floor and
  * ceil) in the mix that has that mean. Only the mean is counted; a closed loop at iodepth N reads
  * N at every wait, so an integer mean is one point.
@@ -96,6 +119,9 @@ export interface AtDepthInput {
   switchCostNs: number;
   latencyBudget: number;
   fixedSleepNs?: number;
+  /** pollerCosts(): the poller's time between loops and its completion work in the loop, per I/O */
+  outsideNs: number;
+  loopReapNs: number;
   /** today's QD1 analysis of the same window: its current state and table (oversleep figures) */
   current: CurrentState;
   qd1: PolicyOutcome[];
@@ -113,8 +139,9 @@ export interface AtDepth {
 
 /**
  * The what-if table, best, oracle and current state of one device's poller at its measured depth.
- * One device per poller (rings over several devices are not attributed yet); no submission cost
- * (not measured: it only shifts timing). Throws on malformed input (evaluatePoller's message).
+ * One device per poller (rings over several devices are not attributed yet). The time between
+ * loops is the submission cost (the refill waits for it; reaping is in it). Throws on malformed
+ * input (evaluatePoller's message).
  */
 export function analyseAtDepth(a: AtDepthInput): AtDepth {
   const r: PollerResult = evaluatePoller({
@@ -124,7 +151,7 @@ export function analyseAtDepth(a: AtDepthInput): AtDepth {
     switchCostNs: a.switchCostNs,
     latencyBudget: a.latencyBudget,
     depth: depthMix(a.meanDepth),
-    submission: { submitNs: 0, reapNs: 0, minComplete: 1 },
+    submission: { submitNs: a.outsideNs, reapNs: 0, minComplete: 1, loopReapNs: a.loopReapNs },
     current: currentPoller(a.current),
   });
   const qd1 = (p: string) => a.qd1.find((x) => x.policy === p);
@@ -151,6 +178,8 @@ export function analyseAtDepth(a: AtDepthInput): AtDepth {
       sleepsPerIo: r.current.sleepsPerIo,
       reapedPerPass: r.current.reapedPerPass,
       cpuStdErrNs: r.current.cpuStdErrNs,
+      outsideNs: a.outsideNs,
+      loopReapNs: a.loopReapNs,
       ...(r.kernelEstimateNs !== undefined ? { kernelEstimateNs: r.kernelEstimateNs } : {}),
     },
   };

@@ -2,7 +2,7 @@
 // analyse() switching from the QD1 forms to the poller model only at depth.
 import { describe, expect, it } from 'vitest';
 import { analyse } from '../../src/model/analyse.js';
-import { depthMix, DEPTH_THRESHOLD, meanInFlight, pollerEra } from '../../src/model/depth.js';
+import { depthMix, DEPTH_THRESHOLD, meanInFlight, pollerCosts, pollerEra } from '../../src/model/depth.js';
 import type { DeviceWindow } from '../../src/model/types.js';
 import { histOf, normal, prng, simulatePoller } from './helpers.js';
 
@@ -92,5 +92,14 @@ describe('analyse at depth', () => {
     expect(t.current).toMatchObject({ policy: 'iouring_half_min', sleepSource: 'kernel_estimate', sleepNs: 12_000 });
     expect(t.current.outcome.cpuNs).toBeLessThan(classic.cpuNs * 1.5);
     expect(t.wastedCpuCores).toBeCloseTo(((t.measured!.cpuPerIoNs - t.best.cpuNs) * t.measured!.iops) / 1e9, 9);
+  });
+});
+
+describe('the poller costs around its polling', () => {
+  it('reads the time between loops per I/O and the loop reaping per completion from the counters, 0 when not counted', () => {
+    expect(pollerCosts({})).toEqual({ outsideNs: 0, loopReapNs: 0 });
+    // 100 gaps of 9 µs between loops that reaped 2 I/Os each (200 I/Os over 100 waits): 4.5 µs per I/O
+    expect(pollerCosts({ gap_ns: 900_000, gaps: 100, polled_ios: 200, waits: 100, reap_ns: 600_000, reaped: 200 })).toEqual({ outsideNs: 4500, loopReapNs: 3000 });
+    expect(pollerCosts({ gap_ns: 900_000, gaps: 0, polled_ios: 200, waits: 100 }).outsideNs).toBe(0);
   });
 });
