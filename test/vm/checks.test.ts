@@ -39,6 +39,9 @@ interface Exp {
   progS?: Record<string, number>;
   /** the model's blkmq_half_mean sleep (E[D]/2), seconds */
   halfMeanS?: number;
+  /** the model's mean in flight and how it was evaluated (hybridpoll_model_input_info depth) */
+  inFlight?: number;
+  depth?: 'qd1' | 'simulation';
 }
 
 /** Exposition after the run (before = all zero). */
@@ -67,6 +70,8 @@ function scrape(e: Exp): string {
   for (const [p, sec] of Object.entries(e.progS ?? {})) lines.push(`hybridpoll_bpf_program_run_seconds_total{program="${p}"} ${sec}`);
   if (e.selfError !== undefined) lines.push(`hybridpoll_model_cpu_error_ratio${d} ${e.selfError}`);
   if (e.halfMeanS !== undefined) lines.push(`hybridpoll_policy_sleep_seconds{device="nvme0n1",policy="blkmq_half_mean"} ${e.halfMeanS}`);
+  if (e.inFlight !== undefined) lines.push(`hybridpoll_model_in_flight_ios${d} ${e.inFlight}`);
+  if (e.depth !== undefined) lines.push(`hybridpoll_model_input_info{device="nvme0n1",device_time="censored_km",wake_overhead="measured",switch_cost="measured",depth="${e.depth}"} 1`);
   if (e.classicPerIo !== undefined) lines.push(`hybridpoll_policy_cpu_seconds_per_io{device="nvme0n1",policy="classic"} ${e.classicPerIo}`);
   if (e.hptS !== undefined) {
     lines.push(`hybridpoll_ring_info{ring="r1",pid="${e.pid ?? 100}",comm="hpdrive",hybrid="1"} 1`);
@@ -244,10 +249,20 @@ describe('check 5 (model)', () => {
     expect(find(mk({ halfMeanS: 27e-6 }), 'mean device time').pass).toBe(true); // 54 vs 50 µs
     expect(find(mk({ halfMeanS: 28e-6 }), 'mean device time').pass).toBe(false); // +12%
   });
-  it('is judged at QD1 only: deeper runs are shown, skipped with the reason', () => {
-    const deep = check5(new SessionRuns(session([run('fentry', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, classicPerIo: 400e-6, selfError: 5 })])), { ...SC, qd: 4 });
-    expect(find(deep, 'self-check').skipped).toMatch(/QD1 model.*QD4/);
-    expect(find(deep, 'efficiency').skipped).toBeUndefined();
+  it('judges deeper runs by the model at depth, with the exporter\'s depth against the driver\'s (±5%)', () => {
+    const deep = (e: Partial<Exp>) => check5(new SessionRuns(session([run('fentry', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, classicPerIo: 400e-6, selfError: 0.04, ...e })])), { ...SC, qd: 4 });
+    const at = deep({ inFlight: 3.9, depth: 'simulation' });
+    expect(find(at, 'queue depth').pass).toBe(true);
+    expect(find(at, 'self-check').pass).toBe(true);
+    expect(find(at, 'self-check').skipped).toBeUndefined();
+    expect(find(deep({ inFlight: 3.7, depth: 'simulation' }), 'queue depth').pass).toBe(false);
+    expect(find(deep({ inFlight: 4, depth: 'simulation', selfError: 0.2 }), 'self-check').pass).toBe(false);
+  });
+  it('skips the model rows of a deeper run the exporter modelled as QD1 (a loader without the depth counters), and fails its depth row', () => {
+    const old = check5(new SessionRuns(session([run('fentry', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, classicPerIo: 400e-6, selfError: 5 })])), { ...SC, qd: 4 });
+    expect(find(old, 'self-check').skipped).toMatch(/not evaluate the model at depth.*absent/);
+    expect(find(old, 'queue depth').pass).toBe(false);
+    expect(find(old, 'efficiency').skipped).toBeUndefined();
   });
   it('is not gated on its premises: it shows them, and says when one is violated', () => {
     const c = find(mk({}), 'predicts classic');

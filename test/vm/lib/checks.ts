@@ -37,6 +37,8 @@ export const BOUNDS = {
   /** traced vs untraced: poller CPU, IOPS, sleeps per I/O */
   unchanged: 0.05,
   model: 0.1,
+  /** the exporter's mean in flight at a wait vs the driver's iodepth: the ring drains at the end of each run (N waits below N) */
+  depth: 0.05,
 } as const;
 
 /** The CPU-accounting bound of a scenario's queue depth. */
@@ -369,11 +371,19 @@ export function modelPremises(h: RunFigures, c: RunFigures): { holds: boolean; e
  */
 export function check5(s: SessionRuns, sc: Scenario): CheckResult[] {
   const rows = check5Rows(s, sc);
-  // The model is exact for one I/O in flight and an approximation beyond (src/model/README.md,
-  // "QD1 is exact"; the model at depth is issue 15): deeper runs are shown, not judged.
   if (sc.qd === 1) return rows;
-  const why = `premise: the model is a QD1 model (src/model/README.md "QD1 is exact, QD > 1 is an approximation"; depth is issue 15); this run is QD${sc.qd}`;
-  return rows.map((c) => (c.id === '5 reports' ? c : { ...c, skipped: why }));
+  // Deeper runs are judged by the poller model at the measured depth (src/model/depth.ts), which
+  // needs a loader that counts the depth: without it the exporter falls back to the QD1 forms.
+  const h = s.get(sc.id, 'fentry', 'hybrid');
+  const deep = h.length > 0 && h.every((r) => r.exporter?.depthMethod === 'simulation');
+  const depth = everyRun(h, (r) => {
+    const err = relErr(r.exporter?.inFlight, sc.qd);
+    return { err, text: `in flight at the start of a wait ${num(r.exporter?.inFlight, 2)} vs iodepth ${sc.qd} (${pct(err)}; model ${r.exporter?.depthMethod ?? 'absent'})` };
+  }, BOUNDS.depth);
+  const depthRow: CheckResult = { id: '5 depth', scenario: sc.id, title: "exporter's measured queue depth vs the driver's iodepth", measured: depth.measured, bound: `±${BOUNDS.depth * 100}%, model at depth`, pass: depth.pass && deep };
+  if (deep) return [depthRow, ...rows];
+  const why = `premise: the exporter did not evaluate the model at depth (hybridpoll_model_input_info depth=${h.map((r) => r.exporter?.depthMethod ?? 'absent').join('/')}): a loader without the depth counters`;
+  return [depthRow, ...rows.map((c) => (c.id === '5 reports' ? c : { ...c, skipped: why }))];
 }
 
 function check5Rows(s: SessionRuns, sc: Scenario): CheckResult[] {

@@ -37,6 +37,10 @@ export interface ExporterFigures {
   modelMeanDeviceTime: number | undefined;
   /** the model's self-check: modelled cpu(current) / measured CPU per I/O − 1 */
   modelSelfError: number | undefined;
+  /** mean polled I/Os in flight at the start of a waiting call, as the model read it */
+  inFlight: number | undefined;
+  /** how the model was evaluated: qd1 (closed forms) or simulation (the poller model at depth) */
+  depthMethod: string | undefined;
   currentSleep: number | undefined;
   optimalSleep: number | undefined;
   /** run time of BPF programs (kernel.bpf_stats_enabled) over the run, by program label */
@@ -187,6 +191,8 @@ export function exporterFigures(r: RunRecord, majmin?: string): ExporterFigures 
     efficiency: value(a, 'hybridpoll_sleep_efficiency_ratio', dev),
     wastedCores: value(a, 'hybridpoll_wasted_cpu_cores', dev),
     modelSelfError: value(a, 'hybridpoll_model_cpu_error_ratio', dev),
+    inFlight: value(a, 'hybridpoll_model_in_flight_ios', dev),
+    depthMethod: select(a, 'hybridpoll_model_input_info', dev)[0]?.labels.depth,
     modelIouringSleep: value(a, 'hybridpoll_policy_sleep_seconds', { ...dev, policy: 'iouring_half_min' }),
     modelMeanDeviceTime: ((h) => (h === undefined ? undefined : 2 * h))(value(a, 'hybridpoll_policy_sleep_seconds', { ...dev, policy: 'blkmq_half_mean' })),
     currentSleep: value(a, 'hybridpoll_current_sleep_seconds', dev),
