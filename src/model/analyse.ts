@@ -212,8 +212,12 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
   const inFlight = meanInFlight(w.counters);
   const era = pollerEra(w.era, w.release);
   if (inFlight !== undefined && inFlight >= DEPTH_THRESHOLD && era) {
+    // the simulation places each sleep itself: F_O from the sleep's start, and the on-CPU part of
+    // c_sw before it (c_sw less the wake latency it holds where the era charges it) as wall time
+    const wakeLatNs = chargesWakeLatency(w.era) && w.hists.wake_lat && w.hists.wake_lat.count > 0 ? w.hists.wake_lat.sumNs / w.hists.wake_lat.count : 0;
     const d = analyseAtDepth({
-      era, device: w.device, meanDepth: inFlight, fD: dt.dist, fO, switchCostNs: csw.ns, latencyBudget: opts.latencyBudget,
+      era, device: w.device, meanDepth: inFlight, fD: dt.dist, fO: calibratedDist(w.hists.wake_ovh) ?? fO,
+      sleepOnCpuNs: csw.source === 'measured' ? Math.max(0, csw.ns - wakeLatNs) : 0, switchCostNs: csw.ns, latencyBudget: opts.latencyBudget,
       ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}), ...pollerCosts(w.counters), current, qd1: qd1Policies,
     });
     ({ policies, classicCpuNs, depth, current } = d);

@@ -25,26 +25,37 @@ export function meanInFlight(counters: Record<string, number>): number | undefin
 }
 
 /**
- * The poller's costs around its polling, per I/O, from the BPF counters (src/bpf/README.md), each
- * 0 when not counted:
- * - `outsideNs`: time between poll loops (loop end → next loop start in the same task: reaping the
- *   CQEs, user space, the submission), as the mean gap over the mean completions per wait: the
- *   model's submission cost, which delays the refill;
- * - `loopReapNs`: inside the loop after the poll that found completions (ending the requests,
- *   posting CQEs), per completion.
+ * The poller's costs around its polling, from the BPF counters (src/bpf/README.md), each 0 when not
+ * counted. The time between poll loops (loop end → next loop start in the same task: reaping the
+ * CQEs, user space, the next submissions) is fitted as `callNs` + `submitNs` · k over the gaps,
+ * k the completions of the loop before each gap (least squares from the sums `gaps`, `gap_ns`,
+ * `gap_k`, `gap_kk`, `gap_kns`): a poller that reaps two per call pays its syscalls once for both.
+ * With one k only (classic QD1: always 1) or a fit outside [0, ∞) it is all per I/O.
+ * `loopReapNs`: inside the loop after the poll that found completions (ending the requests,
+ * posting CQEs), per completion (`reap_ns` / `reaped`).
  */
-export function pollerCosts(counters: Record<string, number>): { outsideNs: number; loopReapNs: number } {
-  const ratio = (a: string, b: string) => {
-    const x = counters[a];
-    const y = counters[b];
-    return x !== undefined && y !== undefined && y > 0 && x >= 0 && Number.isFinite(x / y) ? x / y : undefined;
+export function pollerCosts(counters: Record<string, number>): { callNs: number; submitNs: number; loopReapNs: number } {
+  const c = (k: string) => {
+    const v = counters[k];
+    return v !== undefined && Number.isFinite(v) && v >= 0 ? v : undefined;
   };
-  const gap = ratio('gap_ns', 'gaps');
-  const perWait = ratio('polled_ios', 'waits');
-  return {
-    outsideNs: gap !== undefined && perWait !== undefined && perWait > 0 ? gap / perWait : 0,
-    loopReapNs: ratio('reap_ns', 'reaped') ?? 0,
-  };
+  const reaped = c('reaped');
+  const reapNs = c('reap_ns');
+  const loopReapNs = reaped && reapNs !== undefined ? reapNs / reaped : 0;
+  const n = c('gaps');
+  const sg = c('gap_ns');
+  const sk = c('gap_k');
+  if (!n || sg === undefined || !sk) return { callNs: 0, submitNs: 0, loopReapNs };
+  const skk = c('gap_kk');
+  const skg = c('gap_kns');
+  const perIo = { callNs: 0, submitNs: sg / sk, loopReapNs };
+  if (skk === undefined || skg === undefined) return perIo;
+  // k must vary for the split: its variance over the gaps at least 0.05 (k in completions)
+  const v = n * skk - sk * sk;
+  if (!(v > 0.05 * n * n)) return perIo;
+  const submitNs = (n * skg - sk * sg) / v;
+  const callNs = (sg - submitNs * sk) / n;
+  return submitNs >= 0 && callNs >= 0 && Number.isFinite(submitNs + callNs) ? { callNs, submitNs, loopReapNs } : perIo;
 }
 
 /**
@@ -115,12 +126,18 @@ export interface AtDepthInput {
   device: string;
   meanDepth: number;
   fD: Dist;
+  /**
+   * F_O as wake_ovh measures it, from the sleep's start (not shifted to D's origin: the simulation
+   * places the sleep itself), and the on-CPU wall time per sleep before it (sleepOnCpuNs)
+   */
   fO: Dist;
+  sleepOnCpuNs: number;
   switchCostNs: number;
   latencyBudget: number;
   fixedSleepNs?: number;
-  /** pollerCosts(): the poller's time between loops and its completion work in the loop, per I/O */
-  outsideNs: number;
+  /** pollerCosts(): the poller's time between loops (per call, per I/O) and its completion work in the loop */
+  callNs: number;
+  submitNs: number;
   loopReapNs: number;
   /** today's QD1 analysis of the same window: its current state and table (oversleep figures) */
   current: CurrentState;
@@ -148,10 +165,11 @@ export function analyseAtDepth(a: AtDepthInput): AtDepth {
     era: a.era,
     devices: [{ device: a.device, fD: a.fD, share: 1, ...(a.fixedSleepNs !== undefined ? { fixedSleepNs: a.fixedSleepNs } : {}) }],
     fO: a.fO,
+    sleepOnCpuNs: a.sleepOnCpuNs,
     switchCostNs: a.switchCostNs,
     latencyBudget: a.latencyBudget,
     depth: depthMix(a.meanDepth),
-    submission: { submitNs: a.outsideNs, reapNs: 0, minComplete: 1, loopReapNs: a.loopReapNs },
+    submission: { submitNs: a.submitNs, callNs: a.callNs, reapNs: 0, minComplete: 1, loopReapNs: a.loopReapNs },
     current: currentPoller(a.current),
   });
   const qd1 = (p: string) => a.qd1.find((x) => x.policy === p);
@@ -178,7 +196,8 @@ export function analyseAtDepth(a: AtDepthInput): AtDepth {
       sleepsPerIo: r.current.sleepsPerIo,
       reapedPerPass: r.current.reapedPerPass,
       cpuStdErrNs: r.current.cpuStdErrNs,
-      outsideNs: a.outsideNs,
+      callNs: a.callNs,
+      submitNs: a.submitNs,
       loopReapNs: a.loopReapNs,
       ...(r.kernelEstimateNs !== undefined ? { kernelEstimateNs: r.kernelEstimateNs } : {}),
     },

@@ -213,8 +213,9 @@ export interface DepthState {
   reapedPerPass: number;
   /** standard error of the current state's modelled CPU per I/O (the simulation's own noise) */
   cpuStdErrNs: number;
-  /** the poller's time between poll loops per I/O, and its completion work in the loop per completion (0: not counted) */
-  outsideNs: number;
+  /** the poller's time between poll loops, per waiting call and per I/O, and its completion work in the loop per completion (0: not counted) */
+  callNs: number;
+  submitNs: number;
   loopReapNs: number;
   /** under the kernel's own rule (io_uring): where its running minimum ends */
   kernelEstimateNs?: number;

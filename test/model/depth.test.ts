@@ -96,10 +96,27 @@ describe('analyse at depth', () => {
 });
 
 describe('the poller costs around its polling', () => {
-  it('reads the time between loops per I/O and the loop reaping per completion from the counters, 0 when not counted', () => {
-    expect(pollerCosts({})).toEqual({ outsideNs: 0, loopReapNs: 0 });
-    // 100 gaps of 9 µs between loops that reaped 2 I/Os each (200 I/Os over 100 waits): 4.5 µs per I/O
-    expect(pollerCosts({ gap_ns: 900_000, gaps: 100, polled_ios: 200, waits: 100, reap_ns: 600_000, reaped: 200 })).toEqual({ outsideNs: 4500, loopReapNs: 3000 });
-    expect(pollerCosts({ gap_ns: 900_000, gaps: 0, polled_ios: 200, waits: 100 }).outsideNs).toBe(0);
+  const sums = (gaps: [number, number][]) => ({
+    gaps: gaps.length,
+    gap_ns: gaps.reduce((a, [g]) => a + g, 0),
+    gap_k: gaps.reduce((a, [, k]) => a + k, 0),
+    gap_kk: gaps.reduce((a, [, k]) => a + k * k, 0),
+    gap_kns: gaps.reduce((a, [g, k]) => a + g * k, 0),
+  });
+  it('is 0 when not counted', () => {
+    expect(pollerCosts({})).toEqual({ callNs: 0, submitNs: 0, loopReapNs: 0 });
+  });
+  it('splits the time between loops into a per-call and a per-I/O part when the completions per loop vary', () => {
+    // gap = 4 µs + 4.5 µs per completion of the loop before it
+    const c = pollerCosts({ ...sums([[8500, 1], [13_000, 2], [8500, 1], [17_500, 3]]), reap_ns: 600_000, reaped: 200 });
+    expect(c.callNs).toBeCloseTo(4000, 6);
+    expect(c.submitNs).toBeCloseTo(4500, 6);
+    expect(c.loopReapNs).toBe(3000);
+  });
+  it('takes it all per I/O with one k only, or when the fit leaves [0, ∞)', () => {
+    expect(pollerCosts(sums([[9000, 1], [9200, 1], [8800, 1]]))).toEqual({ callNs: 0, submitNs: 9000, loopReapNs: 0 });
+    // more completions, shorter gaps: a negative per-I/O part is not a cost
+    const c = pollerCosts(sums([[9000, 1], [5000, 2]]));
+    expect(c).toEqual({ callNs: 0, submitNs: 14_000 / 3, loopReapNs: 0 });
   });
 });

@@ -41,11 +41,13 @@ function validate(input: PollerInput): void {
   });
   checkDist(input.fO, 'F_O');
   nonNegative(input.switchCostNs, 'switchCostNs');
+  nonNegative(input.sleepOnCpuNs ?? 0, 'sleepOnCpuNs');
   nonNegative(input.latencyBudget, 'latencyBudget');
   nonNegative(input.submission.submitNs, 'submitNs');
   nonNegative(input.submission.reapNs, 'reapNs');
   nonNegative(input.submission.minComplete, 'minComplete');
   nonNegative(input.submission.loopReapNs ?? 0, 'loopReapNs');
+  nonNegative(input.submission.callNs ?? 0, 'callNs');
   if (input.era !== 'blkmq_sync') {
     if (!input.depth.length || !(input.depth.reduce((a, [, w]) => a + w, 0) > 0)) throw new Error('evaluatePoller: empty depth histogram');
     for (const [d, w] of input.depth) {
@@ -221,6 +223,7 @@ function simPoints(ctx: Ctx, hist: readonly (readonly [number, number])[]): Poin
       devices,
       wake,
       switchCostNs: input.switchCostNs,
+      ...(input.sleepOnCpuNs !== undefined ? { sleepOnCpuNs: input.sleepOnCpuNs } : {}),
       submission: input.submission,
       ios: pointIos,
       warmup: Math.max(200, 4 * depth),

@@ -32,6 +32,8 @@ export interface SimConfig {
   devices: readonly SimDevice[];
   wake: Sampler;
   switchCostNs: number;
+  /** PollerInput.sleepOnCpuNs (default 0) */
+  sleepOnCpuNs?: number;
   submission: SubmissionPattern;
   rule: SleepRule;
   /** I/Os measured after the warm-up */
@@ -79,6 +81,8 @@ export function simulate(cfg: SimConfig): SimStats {
   if (!nDev) throw new Error('simulate: no device');
   const { submitNs, reapNs } = cfg.submission;
   const loopReapNs = cfg.submission.loopReapNs ?? 0;
+  const sleepOnCpu = cfg.sleepOnCpuNs ?? 0;
+  const callNs = cfg.submission.callNs ?? 0;
   const minC = Math.min(N, Math.max(0, Math.floor(cfg.submission.minComplete)));
   const multiQueue = nDev > 1;
   // one look per poll call: 6.13–6.19 always (task-is-running check), 5.x always, 7.0+ with ONESHOT
@@ -168,7 +172,7 @@ export function simulate(cfg: SimConfig): SimStats {
   };
 
   const sleep = (s: number, q: number) => {
-    t += s + cfg.wake.at(uO());
+    t += sleepOnCpu + s + cfg.wake.at(uO());
     if (measuring) {
       st.switchNs += c;
       st.sleeps++;
@@ -351,6 +355,10 @@ export function simulate(cfg: SimConfig): SimStats {
   const limit = 1000 * (cfg.ios + cfg.warmup + N) + 1e6;
   let steps = 0;
   while (st.ios < cfg.ios) {
+    if (callNs > 0) {
+      t += callNs;
+      if (measuring) st.overheadNs += callNs;
+    }
     while (len < N) submit();
     let nr = 0;
     if (measuring) st.loops++;

@@ -40,6 +40,11 @@ export interface SubmissionPattern {
   loopReapNs?: number;
   /** completions the waiting call waits for (io_uring_enter min_complete; 0 = non-waiting: ONESHOT) */
   minComplete: number;
+  /**
+   * on-CPU cost per waiting call outside the poll loop besides the per-I/O costs (the syscalls,
+   * the application's own loop), before the refill's submissions. Optional, 0 when not measured.
+   */
+  callNs?: number;
 }
 
 /** The state the kernel is in now, as measured, for the self-check. */
@@ -71,6 +76,12 @@ export interface PollerInput {
   fO: Dist;
   /** c_sw: on-CPU cost of one sleep/wake pair */
   switchCostNs: number;
+  /**
+   * wall time per sleep the poller spends on CPU before the sleep's timer starts (part of c_sw:
+   * arming the timer, the switch-out); the sleep then lasts this + s + O. Default 0: F_O holds it
+   * (the QD1 forms, whose F_O is timed from D's origin).
+   */
+  sleepOnCpuNs?: number;
   /** best_static: allowed added latency as a fraction of E[D] (I/O-weighted over the devices) */
   latencyBudget: number;
   /**
