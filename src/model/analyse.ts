@@ -219,6 +219,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
       era, device: w.device, meanDepth: inFlight, fD: dt.dist, fO: calibratedDist(w.hists.wake_ovh) ?? fO,
       sleepOnCpuNs: csw.source === 'measured' ? Math.max(0, csw.ns - wakeLatNs) : 0, switchCostNs: csw.ns, latencyBudget: opts.latencyBudget,
       ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}), ...pollerCosts(w.counters), current, qd1: qd1Policies,
+      ...(w.hists.rq_lat && w.hists.rq_lat.count > 0 ? { rqLatMeanNs: w.hists.rq_lat.sumNs / w.hists.rq_lat.count } : {}),
     });
     ({ policies, classicCpuNs, depth, current } = d);
   }

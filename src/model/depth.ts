@@ -3,7 +3,8 @@
 // evaluated at that depth on the same F_D, F_O and c_sw. Pure.
 import type { Era } from '../sources/types.js';
 import { parseRelease } from '../sources/era.js';
-import { evaluatePoller, type CurrentPoller, type PollerEra, type PollerOutcome, type PollerResult } from './poller/index.js';
+import { evaluatePoller, Sampler, simulate, type CurrentPoller, type PollerEra, type PollerOutcome, type PollerResult, type SleepRule, type SubmissionPattern } from './poller/index.js';
+import { mean } from './dist.js';
 import type { CurrentState, DepthState, Dist, PolicyOutcome } from './types.js';
 
 /**
@@ -106,6 +107,14 @@ function currentPoller(c: CurrentState): CurrentPoller {
   return { policy: c.policy, rule: 'static', sleepNs: c.sleepNs };
 }
 
+/** The current state as one simulation rule (the kernel's block-layer rule approximated by its first round, E[D]/2). */
+function simRule(c: CurrentPoller, fD: Dist, fixedSleepNs: number | undefined): SleepRule {
+  if (c.rule === 'none') return { kind: 'none' };
+  if (c.rule === 'static') return { kind: 'static', sleepNs: [c.sleepNs ?? 0] };
+  if (c.policy === 'iouring_half_min') return { kind: 'ring_min' };
+  return { kind: 'static', sleepNs: [c.policy === 'blkmq_fixed' && fixedSleepNs ? fixedSleepNs : mean(fD) / 2] };
+}
+
 function row(o: PollerOutcome, policy: PolicyOutcome['policy'], qd1: PolicyOutcome | undefined): PolicyOutcome {
   return {
     policy,
@@ -119,6 +128,43 @@ function row(o: PollerOutcome, policy: PolicyOutcome['policy'], qd1: PolicyOutco
     oversleepProbability: qd1?.oversleepProbability ?? 0,
     meetsBudget: o.meetsBudget,
   };
+}
+
+/** Rounds of the device-time correction (deviceTimeAtDepth) and the I/Os each simulates. */
+const SHIFT_ROUNDS = 3;
+const SHIFT_IOS = 800;
+
+/**
+ * F_D without the poller's own queueing. At depth a completion can wait while the poller submits,
+ * reaps or sleeps on another request, and every measured device time (found times, rq_lat) holds
+ * that wait; the simulation adds it again. So F_D is shifted until the simulated current state's
+ * mean issue → found equals the measured mean rq_lat (`targetNs`), a few rounds of one simulation
+ * each (common random numbers: the shift is monotone). A shift that would take F_D below 0 stops
+ * at its lowest point. Returns the shifted F_D and the shift (≤ 0 when the poller queues).
+ */
+export function deviceTimeAtDepth(a: {
+  era: Exclude<PollerEra, 'blkmq_sync'>; depth: number; fD: Dist; fO: Dist; sleepOnCpuNs: number; switchCostNs: number;
+  submission: SubmissionPattern; rule: SleepRule; targetNs: number;
+}): { fD: Dist; shiftNs: number } {
+  const minLo = Math.min(...a.fD.pieces.filter((q) => q.p > 0).map((q) => q.lo));
+  const wake = new Sampler(a.fO);
+  let shift = 0;
+  const shifted = (x: number): Dist => ({ pieces: a.fD.pieces.map((q) => ({ lo: q.lo + x, hi: q.hi + x, p: q.p })) });
+  for (let k = 0; k < SHIFT_ROUNDS; k++) {
+    const st = simulate({
+      era: a.era, depth: a.depth, devices: [{ fD: new Sampler(shifted(shift)), share: 1 }], wake, switchCostNs: a.switchCostNs, sleepOnCpuNs: a.sleepOnCpuNs,
+      submission: a.submission, rule: a.rule, ios: SHIFT_IOS, warmup: Math.max(200, 4 * a.depth), seed: 7,
+    });
+    const found = st.perDevice[0]!.ios ? st.perDevice[0]!.foundLatencyNs / st.perDevice[0]!.ios : NaN;
+    if (!Number.isFinite(found)) break;
+    const next = Math.max(-minLo, shift + (a.targetNs - found));
+    if (Math.abs(next - shift) < 0.002 * a.targetNs) {
+      shift = next;
+      break;
+    }
+    shift = next;
+  }
+  return { fD: shifted(shift), shiftNs: shift };
 }
 
 export interface AtDepthInput {
@@ -139,6 +185,8 @@ export interface AtDepthInput {
   callNs: number;
   submitNs: number;
   loopReapNs: number;
+  /** measured mean rq_lat (issue → completion) of the window: the target of deviceTimeAtDepth; undefined: F_D as measured */
+  rqLatMeanNs?: number;
   /** today's QD1 analysis of the same window: its current state and table (oversleep figures) */
   current: CurrentState;
   qd1: PolicyOutcome[];
@@ -161,16 +209,25 @@ export interface AtDepth {
  * input (evaluatePoller's message).
  */
 export function analyseAtDepth(a: AtDepthInput): AtDepth {
+  const submission: SubmissionPattern = { submitNs: a.submitNs, callNs: a.callNs, reapNs: 0, minComplete: 1, loopReapNs: a.loopReapNs };
+  const current = currentPoller(a.current);
+  const simEra = a.era === 'blkmq_sync' ? undefined : a.era;
+  const fit = simEra && a.rqLatMeanNs !== undefined && a.rqLatMeanNs > 0
+    ? deviceTimeAtDepth({
+        era: simEra, depth: Math.max(1, Math.round(a.meanDepth)), fD: a.fD, fO: a.fO, sleepOnCpuNs: a.sleepOnCpuNs, switchCostNs: a.switchCostNs,
+        submission, rule: simRule(current, a.fD, a.fixedSleepNs), targetNs: a.rqLatMeanNs,
+      })
+    : { fD: a.fD, shiftNs: 0 };
   const r: PollerResult = evaluatePoller({
     era: a.era,
-    devices: [{ device: a.device, fD: a.fD, share: 1, ...(a.fixedSleepNs !== undefined ? { fixedSleepNs: a.fixedSleepNs } : {}) }],
+    devices: [{ device: a.device, fD: fit.fD, share: 1, ...(a.fixedSleepNs !== undefined ? { fixedSleepNs: a.fixedSleepNs } : {}) }],
     fO: a.fO,
     sleepOnCpuNs: a.sleepOnCpuNs,
     switchCostNs: a.switchCostNs,
     latencyBudget: a.latencyBudget,
     depth: depthMix(a.meanDepth),
-    submission: { submitNs: a.submitNs, callNs: a.callNs, reapNs: 0, minComplete: 1, loopReapNs: a.loopReapNs },
-    current: currentPoller(a.current),
+    submission,
+    current,
   });
   const qd1 = (p: string) => a.qd1.find((x) => x.policy === p);
   const policies = r.policies.map((o) => row(o, o.policy as PolicyOutcome['policy'], qd1(o.policy)));
@@ -198,6 +255,8 @@ export function analyseAtDepth(a: AtDepthInput): AtDepth {
       cpuStdErrNs: r.current.cpuStdErrNs,
       callNs: a.callNs,
       submitNs: a.submitNs,
+      deviceShiftNs: fit.shiftNs,
+      meanDeviceNs: mean(fit.fD),
       loopReapNs: a.loopReapNs,
       ...(r.kernelEstimateNs !== undefined ? { kernelEstimateNs: r.kernelEstimateNs } : {}),
     },

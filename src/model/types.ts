@@ -217,6 +217,9 @@ export interface DepthState {
   callNs: number;
   submitNs: number;
   loopReapNs: number;
+  /** F_D's shift that removes the poller's own queueing from the measured device times (≤ 0), and the mean device time after it */
+  deviceShiftNs: number;
+  meanDeviceNs: number;
   /** under the kernel's own rule (io_uring): where its running minimum ends */
   kernelEstimateNs?: number;
 }

@@ -2,7 +2,9 @@
 // analyse() switching from the QD1 forms to the poller model only at depth.
 import { describe, expect, it } from 'vitest';
 import { analyse } from '../../src/model/analyse.js';
-import { depthMix, DEPTH_THRESHOLD, meanInFlight, pollerCosts, pollerEra } from '../../src/model/depth.js';
+import { depthMix, DEPTH_THRESHOLD, deviceTimeAtDepth, meanInFlight, pollerCosts, pollerEra } from '../../src/model/depth.js';
+import { atom, mean, uniform } from '../../src/model/dist.js';
+import { Sampler, simulate } from '../../src/model/poller/index.js';
 import type { DeviceWindow } from '../../src/model/types.js';
 import { histOf, normal, prng, simulatePoller } from './helpers.js';
 
@@ -118,5 +120,25 @@ describe('the poller costs around its polling', () => {
     // more completions, shorter gaps: a negative per-I/O part is not a cost
     const c = pollerCosts(sums([[9000, 1], [5000, 2]]));
     expect(c).toEqual({ callNs: 0, submitNs: 14_000 / 3, loopReapNs: 0 });
+  });
+});
+
+describe('F_D without the poller\'s queueing (deviceTimeAtDepth)', () => {
+  it('recovers the device time from a hybrid poller\'s measured latency at depth 4', () => {
+    // while the poller sleeps for one request, the others complete and wait for it: the measured
+    // latency is well above the device time
+    const submission = { submitNs: 6000, reapNs: 0, minComplete: 1, loopReapNs: 3000 };
+    const rule = { kind: 'static' as const, sleepNs: [14_000] };
+    const common = { era: 'iouring_70' as const, depth: 4, switchCostNs: 5000, sleepOnCpuNs: 4000, submission, rule };
+    const truth = simulate({ ...common, devices: [{ fD: new Sampler(uniform(45_000, 55_000)), share: 1 }], wake: new Sampler(uniform(4000, 5000)), ios: 4000, warmup: 200, seed: 3 });
+    const measured = truth.perDevice[0]!.foundLatencyNs / truth.perDevice[0]!.ios;
+    expect(measured).toBeGreaterThan(55_000);
+    const fit = deviceTimeAtDepth({ ...common, fD: uniform(measured - 5000, measured + 5000), fO: uniform(4000, 5000), targetNs: measured });
+    expect(fit.shiftNs).toBeLessThan(0);
+    expect(Math.abs(mean(fit.fD) / 50_000 - 1)).toBeLessThan(0.03);
+  });
+  it('leaves F_D alone when nothing queues (the poller always looks)', () => {
+    const fit = deviceTimeAtDepth({ era: 'iouring_70', depth: 4, fD: uniform(49_000, 51_000), fO: atom(1000), sleepOnCpuNs: 0, switchCostNs: 1500, submission: { submitNs: 0, reapNs: 0, minComplete: 1 }, rule: { kind: 'none' }, targetNs: 50_000 });
+    expect(Math.abs(fit.shiftNs)).toBeLessThan(100);
   });
 });
