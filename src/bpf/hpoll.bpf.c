@@ -126,15 +126,15 @@ struct {
 	__type(value, u64);
 } counters SEC(".maps");
 
-/* Per-task poll state, keyed by tid. Created at the first polled issue (tracepoint path), the
- * first io_do_iopoll (fentry path) or the first test sleep; deleted at task exit. */
+/* Per-task poll state, keyed by tid. Created at the first polled issue, the first io_do_iopoll
+ * (fentry path) or the first test sleep; deleted at task exit. */
 struct task_st {
 	u64 t_sleep;      /* hrtimer_start of a hybrid sleep not yet accounted (0: none) */
 	u64 req_sleep;    /* its requested length: hrtimer expiry - t_sleep */
 	u64 t_off;        /* switched out after arming */
 	u64 t_wake;       /* sched_wakeup */
 	u64 t_on;         /* switched back in */
-	u64 t_polled;     /* tracepoint path: last polled issue or completion in this task */
+	u64 t_polled;     /* last polled issue (both paths) or completion in this task (tracepoint) */
 	u64 t_loop;       /* fentry: entry of the first io_do_iopoll pass of this poll loop (0: none) */
 	u64 loop_woke;    /* fentry: last wake-up inside the loop (switch-in, or sleep start) */
 	u64 t_found;      /* fentry: first classic_poll that found a completion after loop_woke */
@@ -142,7 +142,7 @@ struct task_st {
 	u64 t_woke;       /* fentry: wake-up of the slept request (switch-in, or sleep start) */
 	u64 slept_req;    /* fentry: io_kiocb that slept and is not yet found */
 	u64 issued;       /* fentry: its req->iopoll_start, read before it can complete */
-	u32 inflight;     /* tracepoint path: polled requests issued, not yet completed here */
+	u32 inflight;     /* polled requests issued in this task, not yet completed here */
 	/* tracepoint path, the busy window: from the polled issue that finds nothing in flight to the
 	 * completion that leaves nothing in flight. Its on-CPU time is the poller's polling CPU. */
 	u64 t_busy;       /* window open since (0: closed; counted in `busy_tasks` while open) */
@@ -157,6 +157,7 @@ struct task_st {
 	u8 test;          /* test-mode task */
 	u8 in_pass;       /* fentry: inside io_do_iopoll */
 	u8 in_cp;         /* fentry: inside io_uring_classic_poll */
+	u8 wait_open;     /* tracepoint: a polled issue since the last depth sample (on_complete) */
 };
 
 struct {
@@ -567,8 +568,12 @@ static __always_inline int on_issue(struct request *rq, const bool btf)
 		if (bpf_map_update_elem(&starts, &key, &ts, BPF_ANY))
 			ctr_inc(C_START_FULL);
 	}
-	if (!fentry_path && (RD(btf, rq, cmd_flags) & polled_mask())) {
-		/* tracepoint path: this task now has polled I/O in flight */
+	if (RD(btf, rq, cmd_flags) & polled_mask()) {
+		/* This task now has one more polled I/O in flight: the depth its next waiting call
+		 * starts at (dev_ctr.waits, inflight_sum). Both paths count it; the fentry path needs
+		 * nothing else from the block layer (its poll loop is bracketed by io_do_iopoll), so
+		 * there this is its whole extra cost per polled issue: one task lookup, one clock read
+		 * for the stale reset, a few stores. Non-polled I/O never gets here. */
 		u32 tid = (u32)bpf_get_current_pid_tgid();
 		struct task_st *st = task_get(tid, true);
 		u64 now = bpf_ktime_get_ns();
@@ -576,12 +581,18 @@ static __always_inline int on_issue(struct request *rq, const bool btf)
 		if (!st)
 			return 0;
 		if (st->inflight && now - st->t_polled > stale_ns) {
+			/* nothing issued here for a second with I/O in flight: its completions ran
+			 * elsewhere, the count is stale */
 			st->inflight = 0;
 			busy_close(st);
 		}
 		st->inflight++;
 		st->t_polled = now;
+		/* fentry: the device of a loop before its first classic_poll (the first loop's sample) */
 		st->dev = rq_dev(rq, btf);
+		if (fentry_path)
+			return 0;
+		st->wait_open = 1;
 		if (!st->t_busy)
 			busy_open(st, now);
 	}
@@ -667,12 +678,37 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 	dc = dev_ctr_get(dev);
 	if (dc)
 		dc->polled_ios++;
-	if (fentry_path || !polled_tasks)
+	if (!polled_tasks)
 		return 0;
 	tid = (u32)bpf_get_current_pid_tgid();
 	st = task_get(tid, false);
 	if (!st)
 		return 0;
+	if (fentry_path) {
+		/* polled completions are reaped in the poller's task (inside io_do_iopoll): one fewer
+		 * in flight there. Only the decrement (no clock read): the fentry path samples the
+		 * depth at the loop's first pass and times everything else from the poll programs. */
+		if (st->inflight)
+			st->inflight--;
+		return 0;
+	}
+	/*
+	 * The depth at the start of the waiting call, tracepoint path: its poll passes are invisible
+	 * here, so the stand-in is the first polled completion in the task after its latest polled
+	 * issue, read before its decrement. Nothing completes in the task between that issue and the
+	 * waiting call it then makes, so this is the depth that call started at whenever the poller
+	 * issues before each wait: a closed loop at iodepth N that refills after each reap reads N
+	 * (as the fentry path does), a sync RWF_HIPRI job 1. Its bias: a poller that waits several
+	 * times between issues (draining without refilling) is sampled at the first of those waits
+	 * only, the deepest, so its mean reads high.
+	 */
+	if (st->wait_open) {
+		st->wait_open = 0;
+		if (dc) {
+			dc->waits++;
+			dc->inflight_sum += st->inflight;
+		}
+	}
 	/* the poll path follows every polled request: its sleeps and classification are counts */
 	now = bpf_ktime_get_ns();
 	if (st->inflight)
@@ -920,6 +956,17 @@ int BPF_PROG(hp_iopoll_in, struct io_ring_ctx *rctx)
 		st->t_loop = bpf_ktime_get_ns();
 		st->loop_woke = 0;
 		st->t_found = 0;
+		/* the start of a waiting call: the depth it waits at, under the task's current device
+		 * (its last polled issue or classic_poll). With inline submission the call's own issues
+		 * are already counted: a closed loop at iodepth N reads N. */
+		if (st->dev) {
+			struct dev_ctr *dc = dev_ctr_get(st->dev);
+
+			if (dc) {
+				dc->waits++;
+				dc->inflight_sum += st->inflight;
+			}
+		}
 	}
 	ctr_inc(C_IOPOLL);
 	return 0;

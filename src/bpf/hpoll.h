@@ -78,6 +78,12 @@ struct dev_ctr {
 	__u64 exact;            /* sleeps classified by counting polls (found_slept / dev_spun) */
 	__u64 calibrated;       /* sleeps classified against the calibrated threshold */
 	__u64 unmatched;        /* sleeps that never met a polled completion in the same task */
+	/* The poller's queue depth: waiting calls at whose start it was sampled, and the sum over them
+	 * of the task's polled I/Os in flight then (inflight_sum / waits: the mean depth a wait sees).
+	 * fentry: the first io_do_iopoll pass of each poll loop; tracepoint: the first polled
+	 * completion in a task after its latest polled issue (hpoll.bpf.c, depth_sample). */
+	__u64 waits;
+	__u64 inflight_sum;
 };
 
 /* Per device, shared: calibration of the found_slept / dev_spun split. Plain stores: a lost

@@ -642,16 +642,20 @@ static void dump_devs(struct hpoll *skel)
 					agg.exact += d->exact;
 					agg.calibrated += d->calibrated;
 					agg.unmatched += d->unmatched;
+					agg.waits += d->waits;
+					agg.inflight_sum += d->inflight_sum;
 				}
 			bpf_map_lookup_elem(kfd, &key, &cal);
 			printf("%s{\"dev\":\"%u:%u\",\"polled_ios\":%llu,\"classified_exact\":%llu,"
 			       "\"classified_calibrated\":%llu,\"sleeps_unmatched\":%llu,\"min_found_ns\":%llu,"
-			       "\"found_threshold_ns\":%llu,\"min_dev_ns\":%llu}", first ? "" : ",",
+			       "\"found_threshold_ns\":%llu,\"min_dev_ns\":%llu,\"waits\":%llu,"
+			       "\"inflight_sum\":%llu}", first ? "" : ",",
 			       key >> 20, key & 0xfffff, (unsigned long long)agg.polled_ios,
 			       (unsigned long long)agg.exact, (unsigned long long)agg.calibrated,
 			       (unsigned long long)agg.unmatched, (unsigned long long)cal.min_found_ns,
 			       (unsigned long long)(cal.min_found_ns * opt.calib_pct / 100),
-			       (unsigned long long)cal.min_dev_ns);
+			       (unsigned long long)cal.min_dev_ns, (unsigned long long)agg.waits,
+			       (unsigned long long)agg.inflight_sum);
 			first = false;
 		}
 	}

@@ -61,6 +61,10 @@ export interface LoaderDevice {
   minFoundNs: number;
   foundThresholdNs: number;
   minDevNs: number;
+  /** waiting calls at whose start the poller's depth was sampled; absent from older loaders */
+  waits?: number;
+  /** Σ over those waits of the poller task's polled I/Os in flight; absent from older loaders */
+  inflightSum?: number;
 }
 
 export interface LoaderRing {
@@ -273,6 +277,9 @@ function parseDevice(v: unknown, path: string): LoaderDevice {
     minFoundNs: count(o['min_found_ns'], `${path}.min_found_ns`),
     foundThresholdNs: count(o['found_threshold_ns'], `${path}.found_threshold_ns`),
     minDevNs: count(o['min_dev_ns'], `${path}.min_dev_ns`),
+    // the depth counters are newer than protocol 1: optional, but checked when present
+    ...(o['waits'] !== undefined ? { waits: count(o['waits'], `${path}.waits`) } : {}),
+    ...(o['inflight_sum'] !== undefined ? { inflightSum: count(o['inflight_sum'], `${path}.inflight_sum`) } : {}),
   };
 }
 
@@ -383,6 +390,9 @@ export function toBpfSnapshot(hello: LoaderHello, snap: LoaderSnap): BpfSnapshot
       classified_exact: d?.classifiedExact ?? 0,
       classified_calibrated: d?.classifiedCalibrated ?? 0,
       sleeps_unmatched: d?.sleepsUnmatched ?? 0,
+      // absent, not 0, from a loader that does not count them: the model then keeps QD1
+      ...(d?.waits !== undefined ? { waits: d.waits } : {}),
+      ...(d?.inflightSum !== undefined ? { inflight_sum: d.inflightSum } : {}),
     };
     for (const [name, kind, field] of DERIVED) c[name] = hists[kind]?.[field] ?? 0;
     deviceCounters[dev] = c;

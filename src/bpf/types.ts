@@ -92,7 +92,9 @@ export interface BpfSnapshot {
    */
   counters: Record<string, number>;
   /** Per-device cumulative counters, keyed by "major:minor": ios, polled_ios, sleeps, sleep_ns, spin_ns,
-   * overslept, spun, classified_exact, classified_calibrated, sleeps_unmatched. */
+   * overslept, spun, classified_exact, classified_calibrated, sleeps_unmatched, and (loaders that
+   * count them; absent otherwise) waits and inflight_sum: waiting calls at whose start the poller's
+   * depth was sampled and Σ of its polled I/Os in flight then (src/bpf/README.md). */
   deviceCounters: Record<string, Record<string, number>>;
 }
 

@@ -128,6 +128,8 @@ const DEVICE_COUNTERS: [string, string, string][] = [
   ['overslept', 'poll_overslept_ios_total', 'Polled I/Os found complete on the first poll after the sleep.'],
   ['spun', 'poll_spun_ios_total', 'Polled I/Os that needed polling after the sleep.'],
   ['sleeps_unmatched', 'poll_sleeps_unmatched_total', 'Hybrid-poll sleeps that met no polled completion in the same task (attributed to the task\'s last device, not classified).'],
+  ['waits', 'poll_waits_total', 'Waiting calls of pollers at whose start the poller task\'s polled I/Os in flight were sampled: the first io_do_iopoll pass of each poll loop (fentry path), the first polled completion in the task after its latest polled issue (tracepoint path).'],
+  ['inflight_sum', 'poll_inflight_ios_total', 'The poller task\'s polled I/Os in flight at the start of each waiting call counted in poll_waits_total, summed: rate(this) / rate(poll_waits_total) is the mean polled I/Os in flight at the start of a waiting call.'],
 ];
 
 /** "major:minor" → device name from sysfs, when the host reading knows it. */

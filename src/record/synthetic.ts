@@ -148,7 +148,7 @@ const PROGRAM_COST_NS: Record<string, number> = {
 /** The loader's global counters that do not follow from the per-device ones: drops (none but a few missed issues at start-up). */
 const LOADER_COUNTERS: Record<string, number> = { start_map_full: 0, issue_missed: 3, task_map_full: 0, hist_map_full: 0, ts_from_map: 0, recursion_misses: 0 };
 
-const DEVICE_COUNTERS = ['polled_ios', 'classified_exact', 'classified_calibrated', 'sleeps_unmatched', 'sleeps', 'sleep_ns', 'spin_ns', 'overslept', 'spun'];
+const DEVICE_COUNTERS = ['polled_ios', 'classified_exact', 'classified_calibrated', 'sleeps_unmatched', 'waits', 'inflight_sum', 'sleeps', 'sleep_ns', 'spin_ns', 'overslept', 'spun'];
 
 /** One simulated I/O. */
 interface Io {
@@ -238,6 +238,9 @@ function account(st: DeviceState, io: Io, w: number, phase: Phase): void {
   add(st, 'rq_lat', io.foundNs, w, phase.blockBytes, 0);
   add(st, 'spin', spinNs, w);
   count(st, 'polled_ios', w);
+  // QD1: one waiting call (poll loop) per I/O, which starts with that I/O alone in flight
+  count(st, 'waits', w);
+  count(st, 'inflight_sum', w);
   count(st, 'spin_ns', spinNs * w);
   st.runs['rq_issue']! += w;
   st.runs['rq_complete']! += w;

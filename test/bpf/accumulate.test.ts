@@ -2,6 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { RestartAccumulator } from '../../src/bpf/accumulate.js';
+import { parseLine, toBpfSnapshot, type LoaderHello, type LoaderSnap } from '../../src/bpf/protocol.js';
 import type { BpfRing, BpfSnapshot, BucketHist } from '../../src/bpf/types.js';
 
 function hist(buckets: [number, number][], sumNs = 0): BucketHist {
@@ -48,6 +49,27 @@ describe('RestartAccumulator', () => {
     expect(s.deviceCounters['259:0']).toEqual({ polled_ios: 7 });
     expect(s.counters['issue_missed']).toBe(3);
     expect(s.programs['rq_complete']!.runTimeNs).toBe(105);
+  });
+
+  it('keeps the depth counters monotonic across a loader restart, through the protocol, with their ratio', () => {
+    const hello = parseLine(JSON.stringify({ type: 'hello', proto: 1, version: '0', pid: 1, ncpu: 2, nb: 144, kernel: '7.3', poll_path: 'fentry', programs: {},
+      polled_flag: '__REQ_POLLED=22', hybrid_poll_time: true, test_tgid: 0, calib_pct: 200, load_us: 1 })) as LoaderHello;
+    const dev = (polled: number, depth?: [number, number]) => ({ dev: '259:0', polled_ios: polled, classified_exact: 0, classified_calibrated: 0, sleeps_unmatched: 0,
+      min_found_ns: 0, found_threshold_ns: 0, min_dev_ns: 0, ...(depth ? { waits: depth[0], inflight_sum: depth[1] } : {}) });
+    const snapOf = (d: ReturnType<typeof dev>) => toBpfSnapshot(hello, parseLine(JSON.stringify({ type: 'snap', id: '1', t: 1, hists: [], devs: [d], rings: [],
+      counters: {}, gates: {}, bpf_stats: 0, progs: {} })) as LoaderSnap);
+    const a = new RestartAccumulator();
+    a.newRun();
+    a.apply(snapOf(dev(40, [10, 40]))); // QD4: 10 waits at 4 in flight
+    a.newRun();
+    const early = a.apply(snapOf(dev(0, [0, 0])));
+    expect(early.deviceCounters['259:0']).toMatchObject({ polled_ios: 40, waits: 10, inflight_sum: 40 });
+    const s = a.apply(snapOf(dev(8, [4, 8]))); // the new run at QD2
+    expect(s.deviceCounters['259:0']).toMatchObject({ polled_ios: 48, waits: 14, inflight_sum: 48 });
+    // a run of an older loader (no depth fields) keeps the totals instead of dropping or resetting them
+    a.newRun();
+    const older = a.apply(snapOf(dev(5)));
+    expect(older.deviceCounters['259:0']).toMatchObject({ polled_ios: 53, waits: 14, inflight_sum: 48 });
   });
 
   it('absorbs a value that goes down within a run (a recreated map entry)', () => {

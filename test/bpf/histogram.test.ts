@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { BpfSnapshot, BucketHist } from '../../src/bpf/types.js';
 import { bucketOf, OVERFLOW, upperNs } from '../../src/model/buckets.js';
 import { bpfFamilies, checkPromBuckets, MIN_EXPOSED_NS, promBuckets } from '../../src/metrics/bpf.js';
+import { serialize } from '../../src/metrics/exposition.js';
 import type { Snapshot } from '../../src/snapshot/types.js';
 
 function histOf(values: number[]): BucketHist {
@@ -107,6 +108,17 @@ describe('bpfFamilies', () => {
     expect(m.get('hybridpoll_bpf_program_run_seconds_total')!.samples).toEqual([{ labels: { program: 'rq_issue' }, value: 2 }]);
     expect(m.get('hybridpoll_polled_ios_total')!.samples.find((x) => x.labels['device'] === 'nvme0n1')!.value).toBe(2);
     expect(m.get('hybridpoll_ring_hybrid_poll_time_seconds')!.samples).toEqual([{ labels: { ring: 'abc' }, value: 8e-6 }]);
+  });
+
+  it('exports the depth counters per device, as counters, only where the loader counted them', () => {
+    const depth = snap({ bpf: { ...bpf, deviceCounters: { ...bpf.deviceCounters, '259:0': { ...bpf.deviceCounters['259:0']!, waits: 40, inflight_sum: 130 } } } });
+    const text = serialize(bpfFamilies(depth).filter((f) => /^hybridpoll_poll_(waits|inflight_ios)_total$/.test(f.name)), 'prometheus');
+    expect(text).toMatch(/^# HELP hybridpoll_poll_waits_total Waiting calls of pollers at whose start .*\n# TYPE hybridpoll_poll_waits_total counter\nhybridpoll_poll_waits_total\{device="nvme0n1"\} 40\n/);
+    expect(text).toMatch(/# HELP hybridpoll_poll_inflight_ios_total .*rate\(this\) \/ rate\(poll_waits_total\) is the mean polled I\/Os in flight at the start of a waiting call\.\n# TYPE hybridpoll_poll_inflight_ios_total counter\nhybridpoll_poll_inflight_ios_total\{device="nvme0n1"\} 130\n?$/);
+    // 7:3 comes from a device record without the fields (an older loader): no series, not a 0
+    expect(text).not.toContain('7:3');
+    // nothing at all from a snapshot without them
+    expect(bpfFamilies(snap()).find((f) => f.name === 'hybridpoll_poll_waits_total')!.samples).toEqual([]);
   });
 
   it('says why when the loader is not running, and nothing when BPF is switched off', () => {

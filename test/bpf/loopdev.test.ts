@@ -72,6 +72,9 @@ describe.skipIf(skip).each(VARIANTS)('loader on a loop device, %s (root)', (via,
         // interrupt-driven I/O: no task gets a busy window, so no poll CPU is accounted anywhere
         for (const kind of ['spin', 'iopoll'] as const) expect(hist(s1, loop.dev, kind).count - hist(s0, loop.dev, kind).count).toBe(0);
         expect(s1!.deviceCounters[loop.dev]?.['polled_ios'] ?? 0).toBe(0);
+        // nor a depth sample: only polled I/O is counted in flight
+        expect(s1!.deviceCounters[loop.dev]?.['waits'] ?? 0).toBe(0);
+        expect(s1!.deviceCounters[loop.dev]?.['inflight_sum'] ?? 0).toBe(0);
         if (latErr < 0.15) break;
       }
       console.info(`loop ${loop.dev} (${via}):\n  ${tries.join('\n  ')}`);

@@ -15,6 +15,8 @@ const HELLO = {
   issue_arg: 0, polled_flag: '__REQ_POLLED=22', hybrid_poll_time: true, test_tgid: 0, calib_pct: 200, attempts: 1, load_us: 400000,
 };
 
+const DEV = { dev: '259:0', polled_ios: 3, classified_exact: 0, classified_calibrated: 2, sleeps_unmatched: 0, min_found_ns: 900, found_threshold_ns: 1800, min_dev_ns: 0 };
+
 function snapJson(over: Record<string, unknown> = {}) {
   return {
     type: 'snap', id: '7', t: 123456789,
@@ -25,7 +27,7 @@ function snapJson(over: Record<string, unknown> = {}) {
       { dev: '259:0', kind: 'spin', count: 2, sum: 500, aux0: 0, aux1: 0, b: [[30, 2]] },
       { dev: '8:0', kind: 'rq_lat', count: 1, sum: 100, aux0: 4096, aux1: 1, b: [[26, 1]] },
     ],
-    devs: [{ dev: '259:0', polled_ios: 3, classified_exact: 0, classified_calibrated: 2, sleeps_unmatched: 0, min_found_ns: 900, found_threshold_ns: 1800, min_dev_ns: 0 }],
+    devs: [DEV],
     rings: [{ ring: '00ab12cd34ef', pid: 99, comm: 'fio', flags: 0x20001, hpt: 8000, sleeps: 2, passes: 5 }],
     counters: { start_map_full: 0, issue_missed: 1, task_map_full: 0, hist_map_full: 0 },
     gates: { polled_tasks: 1, sleepers: 0 },
@@ -105,6 +107,8 @@ describe('parseLine', () => {
     ['a malformed device', line(snapJson({ hists: [{ dev: 'sda', kind: 'spin', count: 0, sum: 0, aux0: 0, aux1: 0, b: [] }] })), /expected "major:minor"/],
     ['a bucket pair of three', line(snapJson({ hists: [{ dev: '1:0', kind: 'spin', count: 1, sum: 0, aux0: 0, aux1: 0, b: [[1, 1, 1]] }] })), /expected \[index, count\]/],
     ['a missing field', line({ ...snapJson(), rings: undefined }), /snap.rings: expected an array/],
+    ['a negative waits count', line(snapJson({ devs: [{ ...DEV, waits: -1, inflight_sum: 0 }] })), /snap.devs\[0\].waits: expected a non-negative integer/],
+    ['a non-numeric inflight_sum', line(snapJson({ devs: [{ ...DEV, waits: 2, inflight_sum: '8' }] })), /snap.devs\[0\].inflight_sum: expected a non-negative integer/],
   ])('rejects %s with a clear error', (_what, text, msg) => {
     expect(() => parseLine(text)).toThrow(ProtocolError);
     expect(() => parseLine(text)).toThrow(msg);
@@ -150,6 +154,20 @@ describe('toBpfSnapshot', () => {
     expect(snap.deviceCounters['259:0']).toMatchObject({ polled_ios: 3, sleeps: 2, sleep_ns: 8000, spin_ns: 500, overslept: 1, spun: 0, classified_calibrated: 2 });
     expect(snap.deviceCounters['8:0']).toMatchObject({ polled_ios: 0, sleeps: 0 });
     expect(snap.counters).toMatchObject({ polled_ios: 3, sleeps: 2, issue_missed: 1, recursion_misses: 3 });
+  });
+
+  it('carries the depth counters of a loader that counts them, and leaves them out (not 0) for an older one', () => {
+    const parsed = parseLine(line(snapJson({ devs: [{ ...DEV, waits: 3, inflight_sum: 12 }] }))) as LoaderSnap;
+    expect(parsed.devices[0]).toMatchObject({ waits: 3, inflightSum: 12 });
+    const depth = toBpfSnapshot(parseLine(line(HELLO)) as LoaderHello, parsed);
+    expect(depth.deviceCounters['259:0']).toMatchObject({ polled_ios: 3, waits: 3, inflight_sum: 12 });
+    // a device with histograms but no record, and every device of an older loader: absent
+    expect(depth.deviceCounters['8:0']).not.toHaveProperty('waits');
+    const old = parseLine(line(snapJson())) as LoaderSnap;
+    expect(old.devices[0]).not.toHaveProperty('waits');
+    expect(old.devices[0]).not.toHaveProperty('inflightSum');
+    expect(snap.deviceCounters['259:0']).not.toHaveProperty('waits');
+    expect(snap.deviceCounters['259:0']).not.toHaveProperty('inflight_sum');
   });
 
   it('reports program status and, with bpf_stats on, run time', () => {

@@ -40,6 +40,9 @@ describe('synthetic recording', () => {
       // Every polled I/O is either spun or overslept; all but the ring's first slept.
       expect(c['spun']! + (c['overslept'] ?? 0)).toBe(c['polled_ios']);
       expect(c['polled_ios']! - c['sleeps']!).toBe(1);
+      // QD1: one waiting call per I/O, each at one polled I/O in flight
+      expect(c['waits']).toBe(c['polled_ios']);
+      expect(c['inflight_sum']).toBe(c['waits']);
       expect(h.rq_lat!.count).toBe(c['polled_ios']);
       expect(h.dev_spun!.count + (h.found_slept?.count ?? 0)).toBe(c['polled_ios']);
       for (const k of Object.values(h)) expect(k.buckets.reduce((a, [, n]) => a + n, 0)).toBe(k.count);
