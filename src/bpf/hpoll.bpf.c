@@ -44,6 +44,9 @@ __u64 busy_tasks = 0;
  * the gates other CPUs write: it is read by every completion. The loader changes it at run time. */
 __u32 sample_n SEC(".data") = 1;
 
+/* a gap between poll loops longer than this is the application being idle, not a cost of polling */
+#define GAP_MAX_NS 10000000ULL
+
 /* address of hrtimer_wakeup, the callback of every hrtimer_sleeper (resolved from kallsyms) */
 extern const void hrtimer_wakeup __ksym __weak;
 
@@ -158,6 +161,9 @@ struct task_st {
 	u8 in_pass;       /* fentry: inside io_do_iopoll */
 	u8 in_cp;         /* fentry: inside io_uring_classic_poll */
 	u8 wait_open;     /* tracepoint: a polled issue since the last depth sample (on_complete) */
+	u64 t_end;        /* fentry: end of the last poll loop (0: none since the next loop started) */
+	u64 t_cpf;        /* fentry: exit of the last classic_poll in this pass that found completions */
+	u32 end_k;        /* fentry: completions that loop reaped */
 };
 
 struct {
@@ -965,9 +971,26 @@ int BPF_PROG(hp_iopoll_in, struct io_ring_ctx *rctx)
 			if (dc) {
 				dc->waits++;
 				dc->inflight_sum += st->inflight;
+				/* the time since the previous loop's end: reaping its CQEs, user space, the
+				 * next submissions; a gap over the stale limit is idle time, not a cost */
+				if (st->t_end && st->t_loop - st->t_end < GAP_MAX_NS) {
+					u64 g = st->t_loop - st->t_end, k = st->end_k;
+
+					dc->gaps++;
+					dc->gap_ns += g;
+					dc->gap_k += k;
+					dc->gap_kk += k * k;
+					dc->gap_kns += k * g;
+				}
+				if (st->t_polled > st->t_end && st->t_loop > st->t_polled && st->t_loop - st->t_polled < GAP_MAX_NS) {
+					dc->lead_ns += st->t_loop - st->t_polled;
+					dc->leads++;
+				}
 			}
 		}
+		st->t_end = 0;
 	}
+	st->t_cpf = 0;
 	ctr_inc(C_IOPOLL);
 	return 0;
 }
@@ -982,6 +1005,15 @@ int BPF_PROG(hp_iopoll_out, struct io_ring_ctx *rctx, bool force_nonspin, int re
 	if (!st || !st->in_pass)
 		return 0;
 	st->in_pass = 0;
+	if (ret > 0 && st->t_cpf && st->dev) {
+		/* the pass's completion work after the poll that found them */
+		struct dev_ctr *dc = dev_ctr_get(st->dev);
+
+		if (dc) {
+			dc->reap_ns += now - st->t_cpf;
+			dc->reaped += ret;
+		}
+	}
 	if (ret != 0 && st->t_loop) {
 		/* The loop ends: its wall time, and its on-CPU time after the last wake-up as spin (all of
 		 * it when nothing slept). The on-CPU time before the sleep is what the model's c_sw is
@@ -1000,6 +1032,8 @@ int BPF_PROG(hp_iopoll_out, struct io_ring_ctx *rctx, bool force_nonspin, int re
 			__sync_fetch_and_add(&h->aux1, 1);
 		}
 		st->t_loop = 0;
+		st->t_end = now;
+		st->end_k = ret > 0 ? ret : 0;
 	}
 	r = bpf_map_lookup_elem(&rings, &key);
 	if (!r) {
@@ -1088,10 +1122,14 @@ int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsi
 	if (!st || !st->in_cp)
 		return 0;
 	st->in_cp = 0;
-	/* only loops that slept use what follows (see hp_cpoll_in) */
-	if (ret <= 0 || !st->loop_woke)
+	if (ret <= 0)
 		return 0;
+	/* a poll that found completions: the pass's completion work starts here (hp_iopoll_out) */
 	now = bpf_ktime_get_ns();
+	st->t_cpf = now;
+	/* only loops that slept use what follows (see hp_cpoll_in) */
+	if (!st->loop_woke)
+		return 0;
 	dev = st->dev;
 	d = now - st->t_cp;
 	if (st->t_found <= st->loop_woke)

@@ -84,6 +84,23 @@ struct dev_ctr {
 	 * completion in a task after its latest polled issue (hpoll.bpf.c, depth_sample). */
 	__u64 waits;
 	__u64 inflight_sum;
+	/* fentry path, the poller's time around its polling (the model's submission and reaping
+	 * costs at depth): the gaps between a poll loop's end and the task's next loop start (under a
+	 * stale limit), with k the completions the ending loop reaped: count, sum of gaps, sum of k,
+	 * of k^2 and of k * gap (a least-squares fit per call and per I/O); and the time from the
+	 * exit of the poll that found completions to the end of its pass (the completion work inside
+	 * the loop), with the completions that pass reaped. */
+	__u64 gaps;
+	__u64 gap_ns;
+	__u64 gap_k;
+	__u64 gap_kk;
+	__u64 gap_kns;
+	__u64 reap_ns;
+	__u64 reaped;
+	/* fentry: the last polled issue of the task -> the start of its next poll loop (the rest of
+	 * the submission and the waiting call's entry, on CPU while the device already runs) */
+	__u64 lead_ns;
+	__u64 leads;
 };
 
 /* Per device, shared: calibration of the found_slept / dev_spun split. Plain stores: a lost

@@ -644,18 +644,33 @@ static void dump_devs(struct hpoll *skel)
 					agg.unmatched += d->unmatched;
 					agg.waits += d->waits;
 					agg.inflight_sum += d->inflight_sum;
+					agg.gaps += d->gaps;
+					agg.gap_ns += d->gap_ns;
+					agg.gap_k += d->gap_k;
+					agg.gap_kk += d->gap_kk;
+					agg.gap_kns += d->gap_kns;
+					agg.reap_ns += d->reap_ns;
+					agg.reaped += d->reaped;
+					agg.lead_ns += d->lead_ns;
+					agg.leads += d->leads;
 				}
 			bpf_map_lookup_elem(kfd, &key, &cal);
 			printf("%s{\"dev\":\"%u:%u\",\"polled_ios\":%llu,\"classified_exact\":%llu,"
 			       "\"classified_calibrated\":%llu,\"sleeps_unmatched\":%llu,\"min_found_ns\":%llu,"
 			       "\"found_threshold_ns\":%llu,\"min_dev_ns\":%llu,\"waits\":%llu,"
-			       "\"inflight_sum\":%llu}", first ? "" : ",",
+			       "\"inflight_sum\":%llu,\"gaps\":%llu,\"gap_ns\":%llu,\"gap_k\":%llu,"
+			       "\"gap_kk\":%llu,\"gap_kns\":%llu,\"reap_ns\":%llu,\"reaped\":%llu,"
+			       "\"lead_ns\":%llu,\"leads\":%llu}", first ? "" : ",",
 			       key >> 20, key & 0xfffff, (unsigned long long)agg.polled_ios,
 			       (unsigned long long)agg.exact, (unsigned long long)agg.calibrated,
 			       (unsigned long long)agg.unmatched, (unsigned long long)cal.min_found_ns,
 			       (unsigned long long)(cal.min_found_ns * opt.calib_pct / 100),
 			       (unsigned long long)cal.min_dev_ns, (unsigned long long)agg.waits,
-			       (unsigned long long)agg.inflight_sum);
+			       (unsigned long long)agg.inflight_sum, (unsigned long long)agg.gaps,
+			       (unsigned long long)agg.gap_ns, (unsigned long long)agg.gap_k,
+			       (unsigned long long)agg.gap_kk, (unsigned long long)agg.gap_kns,
+			       (unsigned long long)agg.reap_ns, (unsigned long long)agg.reaped,
+			       (unsigned long long)agg.lead_ns, (unsigned long long)agg.leads);
 			first = false;
 		}
 	}

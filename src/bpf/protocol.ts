@@ -65,7 +65,17 @@ export interface LoaderDevice {
   waits?: number;
   /** Σ over those waits of the poller task's polled I/Os in flight; absent from older loaders */
   inflightSum?: number;
+  /** the poller's time around its polling (fentry path, hpoll.h dev_ctr); absent from older loaders */
+  poller?: Partial<Record<PollerCounter, number>>;
 }
+
+/**
+ * fentry path, per device (hpoll.h dev_ctr): gaps between poll loops (count, Σ ns, Σ k, Σ k², Σ k·ns,
+ * k the completions of the loop before the gap), the completion work in a pass after its finding
+ * poll (Σ ns, completions), and the last polled issue → next loop start (Σ ns, count).
+ */
+export const POLLER_COUNTERS = ['gaps', 'gap_ns', 'gap_k', 'gap_kk', 'gap_kns', 'reap_ns', 'reaped', 'lead_ns', 'leads'] as const;
+export type PollerCounter = (typeof POLLER_COUNTERS)[number];
 
 export interface LoaderRing {
   ring: string;
@@ -280,6 +290,7 @@ function parseDevice(v: unknown, path: string): LoaderDevice {
     // the depth counters are newer than protocol 1: optional, but checked when present
     ...(o['waits'] !== undefined ? { waits: count(o['waits'], `${path}.waits`) } : {}),
     ...(o['inflight_sum'] !== undefined ? { inflightSum: count(o['inflight_sum'], `${path}.inflight_sum`) } : {}),
+    ...(o['gaps'] !== undefined ? { poller: Object.fromEntries(POLLER_COUNTERS.map((k) => [k, count(o[k], `${path}.${k}`)])) } : {}),
   };
 }
 
@@ -393,6 +404,7 @@ export function toBpfSnapshot(hello: LoaderHello, snap: LoaderSnap): BpfSnapshot
       // absent, not 0, from a loader that does not count them: the model then keeps QD1
       ...(d?.waits !== undefined ? { waits: d.waits } : {}),
       ...(d?.inflightSum !== undefined ? { inflight_sum: d.inflightSum } : {}),
+      ...d?.poller,
     };
     for (const [name, kind, field] of DERIVED) c[name] = hists[kind]?.[field] ?? 0;
     deviceCounters[dev] = c;

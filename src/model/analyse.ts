@@ -210,6 +210,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
   let classicCpuNs = m.meanD;
   let depth: DepthState | undefined;
   const inFlight = meanInFlight(w.counters);
+  const costs = w.counters['gaps'] !== undefined ? pollerCosts(w.counters) : undefined;
   const era = pollerEra(w.era, w.release);
   if (inFlight !== undefined && inFlight >= DEPTH_THRESHOLD && era) {
     // the simulation places each sleep itself: F_O from the sleep's start, and the on-CPU part of
@@ -218,7 +219,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
     const d = analyseAtDepth({
       era, device: w.device, meanDepth: inFlight, fD: dt.dist, fO: calibratedDist(w.hists.wake_ovh) ?? fO,
       sleepOnCpuNs: csw.source === 'measured' ? Math.max(0, csw.ns - wakeLatNs) : 0, switchCostNs: csw.ns, latencyBudget: opts.latencyBudget,
-      ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}), ...pollerCosts(w.counters), current, qd1: qd1Policies,
+      ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}), ...(costs ?? pollerCosts({})), current, qd1: qd1Policies,
       ...(w.hists.rq_lat && w.hists.rq_lat.count > 0 ? { rqLatMeanNs: w.hists.rq_lat.sumNs / w.hists.rq_lat.count } : {}),
     });
     ({ policies, classicCpuNs, depth, current } = d);
@@ -278,6 +279,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
     ...(oversleepCheck ? { oversleepCheck } : {}),
     ...(depth ? { depth } : {}),
     ...(inFlight !== undefined ? { inFlight } : {}),
+    ...(costs ? { pollerCosts: costs } : {}),
     ...(unresolved > 0 ? { bound: unresolvedBound(new WorstCase(m, dt.unresolved), best.sleepNs) } : {}),
   };
   return { ...partial, ...advise(partial) };

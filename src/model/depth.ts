@@ -35,7 +35,27 @@ export function meanInFlight(counters: Record<string, number>): number | undefin
  * `loopReapNs`: inside the loop after the poll that found completions (ending the requests,
  * posting CQEs), per completion (`reap_ns` / `reaped`).
  */
-export function pollerCosts(counters: Record<string, number>): { callNs: number; submitNs: number; loopReapNs: number } {
+export function pollerCosts(counters: Record<string, number>): PollerCosts {
+  const fit = gapFit(counters);
+  // the gap holds the lead (issue → next loop), which the simulation places after the issue: take it
+  // from the per-call part first, the rest from the per-I/O part (at the mean completions per gap)
+  const n = counters['leads'];
+  const l = counters['lead_ns'];
+  const leadNs = n && n > 0 && l !== undefined && l >= 0 && fit.gapNs > 0 ? Math.min(l / n, fit.gapNs) : 0;
+  const fromCall = Math.min(fit.callNs, leadNs);
+  const k = fit.meanK > 0 ? fit.meanK : 1;
+  return { callNs: fit.callNs - fromCall, submitNs: Math.max(0, fit.submitNs - (leadNs - fromCall) / k), leadNs, loopReapNs: fit.loopReapNs };
+}
+
+export interface PollerCosts {
+  /** per waiting call before the submissions, per I/O submitted, after the issue before the first poll; in the loop per completion */
+  callNs: number;
+  submitNs: number;
+  leadNs: number;
+  loopReapNs: number;
+}
+
+function gapFit(counters: Record<string, number>): { callNs: number; submitNs: number; loopReapNs: number; gapNs: number; meanK: number } {
   const c = (k: string) => {
     const v = counters[k];
     return v !== undefined && Number.isFinite(v) && v >= 0 ? v : undefined;
@@ -46,17 +66,18 @@ export function pollerCosts(counters: Record<string, number>): { callNs: number;
   const n = c('gaps');
   const sg = c('gap_ns');
   const sk = c('gap_k');
-  if (!n || sg === undefined || !sk) return { callNs: 0, submitNs: 0, loopReapNs };
+  if (!n || sg === undefined || !sk) return { callNs: 0, submitNs: 0, loopReapNs, gapNs: 0, meanK: 0 };
+  const base = { loopReapNs, gapNs: sg / n, meanK: sk / n };
   const skk = c('gap_kk');
   const skg = c('gap_kns');
-  const perIo = { callNs: 0, submitNs: sg / sk, loopReapNs };
+  const perIo = { ...base, callNs: 0, submitNs: sg / sk };
   if (skk === undefined || skg === undefined) return perIo;
   // k must vary for the split: its variance over the gaps at least 0.05 (k in completions)
   const v = n * skk - sk * sk;
   if (!(v > 0.05 * n * n)) return perIo;
   const submitNs = (n * skg - sk * sg) / v;
   const callNs = (sg - submitNs * sk) / n;
-  return submitNs >= 0 && callNs >= 0 && Number.isFinite(submitNs + callNs) ? { callNs, submitNs, loopReapNs } : perIo;
+  return submitNs >= 0 && callNs >= 0 && Number.isFinite(submitNs + callNs) ? { ...base, callNs, submitNs } : perIo;
 }
 
 /**
@@ -181,9 +202,10 @@ export interface AtDepthInput {
   switchCostNs: number;
   latencyBudget: number;
   fixedSleepNs?: number;
-  /** pollerCosts(): the poller's time between loops (per call, per I/O) and its completion work in the loop */
+  /** pollerCosts(): the poller's time between loops (per call, per I/O, after the issue) and its completion work in the loop */
   callNs: number;
   submitNs: number;
+  leadNs: number;
   loopReapNs: number;
   /** measured mean rq_lat (issue → completion) of the window: the target of deviceTimeAtDepth; undefined: F_D as measured */
   rqLatMeanNs?: number;
@@ -209,7 +231,7 @@ export interface AtDepth {
  * input (evaluatePoller's message).
  */
 export function analyseAtDepth(a: AtDepthInput): AtDepth {
-  const submission: SubmissionPattern = { submitNs: a.submitNs, callNs: a.callNs, reapNs: 0, minComplete: 1, loopReapNs: a.loopReapNs };
+  const submission: SubmissionPattern = { submitNs: a.submitNs, callNs: a.callNs, leadNs: a.leadNs, reapNs: 0, minComplete: 1, loopReapNs: a.loopReapNs };
   const current = currentPoller(a.current);
   const simEra = a.era === 'blkmq_sync' ? undefined : a.era;
   const fit = simEra && a.rqLatMeanNs !== undefined && a.rqLatMeanNs > 0
@@ -255,6 +277,7 @@ export function analyseAtDepth(a: AtDepthInput): AtDepth {
       cpuStdErrNs: r.current.cpuStdErrNs,
       callNs: a.callNs,
       submitNs: a.submitNs,
+      leadNs: a.leadNs,
       deviceShiftNs: fit.shiftNs,
       meanDeviceNs: mean(fit.fD),
       loopReapNs: a.loopReapNs,

@@ -188,6 +188,8 @@ export interface ModelTarget {
   depth?: DepthState;
   /** mean polled I/Os in flight at the start of a waiting call, when the loader counts it */
   inFlight?: number;
+  /** the poller's time around its polling (depth.ts pollerCosts), when the loader counts it (fentry path) */
+  pollerCosts?: { callNs: number; submitNs: number; leadNs: number; loopReapNs: number };
   /**
    * what the recommendation rests on: `model` (the best static sleep; nothing unresolved),
    * `bounded` (a sleep within the budget whatever the unresolved device times, the model's best
@@ -216,6 +218,8 @@ export interface DepthState {
   /** the poller's time between poll loops, per waiting call and per I/O, and its completion work in the loop per completion (0: not counted) */
   callNs: number;
   submitNs: number;
+  /** after the last issue, before the first poll, per waiting call */
+  leadNs: number;
   loopReapNs: number;
   /** F_D's shift that removes the poller's own queueing from the measured device times (≤ 0), and the mean device time after it */
   deviceShiftNs: number;

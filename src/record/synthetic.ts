@@ -21,6 +21,7 @@
 // To keep generation fast each step simulates `simPerStep` I/Os and weights them to the step's
 // I/O count; counts stay integers and add up exactly.
 import type { BpfProgramStatus, BpfSnapshot, BucketHist, HistKind } from '../bpf/types.js';
+import { POLLER_COUNTERS } from '../bpf/protocol.js';
 import { bucketOf } from '../model/buckets.js';
 import type { CollectorResult, SnapshotInputs } from '../snapshot/types.js';
 import { detectEra } from '../sources/era.js';
@@ -148,7 +149,7 @@ const PROGRAM_COST_NS: Record<string, number> = {
 /** The loader's global counters that do not follow from the per-device ones: drops (none but a few missed issues at start-up). */
 const LOADER_COUNTERS: Record<string, number> = { start_map_full: 0, issue_missed: 3, task_map_full: 0, hist_map_full: 0, ts_from_map: 0, recursion_misses: 0 };
 
-const DEVICE_COUNTERS = ['polled_ios', 'classified_exact', 'classified_calibrated', 'sleeps_unmatched', 'waits', 'inflight_sum', 'sleeps', 'sleep_ns', 'spin_ns', 'overslept', 'spun'];
+const DEVICE_COUNTERS = ['polled_ios', 'classified_exact', 'classified_calibrated', 'sleeps_unmatched', 'waits', 'inflight_sum', ...POLLER_COUNTERS, 'sleeps', 'sleep_ns', 'spin_ns', 'overslept', 'spun'];
 
 /** One simulated I/O. */
 interface Io {
@@ -241,6 +242,19 @@ function account(st: DeviceState, io: Io, w: number, phase: Phase): void {
   // QD1: one waiting call (poll loop) per I/O, which starts with that I/O alone in flight
   count(st, 'waits', w);
   count(st, 'inflight_sum', w);
+  // the fentry path's gap between loops (one completion each): the think time and the submission
+  // up to the next loop, of which the lead (issue → first poll) is submitToPollNs; the generator's
+  // spin holds all of the loop's time, so no completion work is apart from it
+  const gapNs = p.thinkNs + p.submitToPollNs;
+  count(st, 'gaps', w);
+  count(st, 'gap_ns', gapNs * w);
+  count(st, 'gap_k', w);
+  count(st, 'gap_kk', w);
+  count(st, 'gap_kns', gapNs * w);
+  count(st, 'lead_ns', p.submitToPollNs * w);
+  count(st, 'leads', w);
+  count(st, 'reap_ns', 0);
+  count(st, 'reaped', w);
   count(st, 'spin_ns', spinNs * w);
   st.runs['rq_issue']! += w;
   st.runs['rq_complete']! += w;

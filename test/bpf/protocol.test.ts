@@ -170,6 +170,17 @@ describe('toBpfSnapshot', () => {
     expect(snap.deviceCounters['259:0']).not.toHaveProperty('inflight_sum');
   });
 
+  it('carries the poller-cost counters of a loader that counts them (all or none), and refuses a malformed one', () => {
+    const costs = { gaps: 4, gap_ns: 36_000, gap_k: 5, gap_kk: 7, gap_kns: 45_000, reap_ns: 15_000, reaped: 5, lead_ns: 6000, leads: 4 };
+    const parsed = parseLine(line(snapJson({ devs: [{ ...DEV, waits: 4, inflight_sum: 16, ...costs }] }))) as LoaderSnap;
+    expect(parsed.devices[0]!.poller).toEqual(costs);
+    const snap2 = toBpfSnapshot(parseLine(line(HELLO)) as LoaderHello, parsed);
+    expect(snap2.deviceCounters['259:0']).toMatchObject(costs);
+    expect(snap.deviceCounters['259:0']).not.toHaveProperty('gaps');
+    expect(() => parseLine(line(snapJson({ devs: [{ ...DEV, ...costs, reaped: undefined }] })))).toThrow(/snap.devs\[0\].reaped/);
+    expect(() => parseLine(line(snapJson({ devs: [{ ...DEV, ...costs, gap_kns: -3 }] })))).toThrow(/snap.devs\[0\].gap_kns: expected a non-negative integer/);
+  });
+
   it('reports program status and, with bpf_stats on, run time', () => {
     expect(snap.pollPath).toBe('tracepoint');
     expect(snap.programs['rq_issue']).toEqual({ attached: true, runTimeNs: 1000, runCount: 10 });

@@ -106,7 +106,7 @@ describe('the poller costs around its polling', () => {
     gap_kns: gaps.reduce((a, [g, k]) => a + g * k, 0),
   });
   it('is 0 when not counted', () => {
-    expect(pollerCosts({})).toEqual({ callNs: 0, submitNs: 0, loopReapNs: 0 });
+    expect(pollerCosts({})).toEqual({ callNs: 0, submitNs: 0, leadNs: 0, loopReapNs: 0 });
   });
   it('splits the time between loops into a per-call and a per-I/O part when the completions per loop vary', () => {
     // gap = 4 µs + 4.5 µs per completion of the loop before it
@@ -115,11 +115,20 @@ describe('the poller costs around its polling', () => {
     expect(c.submitNs).toBeCloseTo(4500, 6);
     expect(c.loopReapNs).toBe(3000);
   });
+  it('moves the lead (last issue → next loop) out of the gap: from the per-call part first, then per I/O', () => {
+    const g = sums([[8500, 1], [13_000, 2], [8500, 1], [17_500, 3]]);
+    expect(pollerCosts({ ...g, lead_ns: 4 * 1500, leads: 4 })).toMatchObject({ leadNs: 1500 });
+    expect(pollerCosts({ ...g, lead_ns: 4 * 1500, leads: 4 }).callNs).toBeCloseTo(2500, 6);
+    // a lead above the per-call part (4 µs) takes the rest from the per-I/O part at the mean k (7/4)
+    const c = pollerCosts({ ...g, lead_ns: 4 * 5750, leads: 4 });
+    expect(c.callNs).toBe(0);
+    expect(c.submitNs).toBeCloseTo(4500 - 1750 / 1.75, 6);
+  });
   it('takes it all per I/O with one k only, or when the fit leaves [0, ∞)', () => {
-    expect(pollerCosts(sums([[9000, 1], [9200, 1], [8800, 1]]))).toEqual({ callNs: 0, submitNs: 9000, loopReapNs: 0 });
+    expect(pollerCosts(sums([[9000, 1], [9200, 1], [8800, 1]]))).toEqual({ callNs: 0, submitNs: 9000, leadNs: 0, loopReapNs: 0 });
     // more completions, shorter gaps: a negative per-I/O part is not a cost
     const c = pollerCosts(sums([[9000, 1], [5000, 2]]));
-    expect(c).toEqual({ callNs: 0, submitNs: 14_000 / 3, loopReapNs: 0 });
+    expect(c).toEqual({ callNs: 0, submitNs: 14_000 / 3, leadNs: 0, loopReapNs: 0 });
   });
 });
 

@@ -48,6 +48,7 @@ function validate(input: PollerInput): void {
   nonNegative(input.submission.minComplete, 'minComplete');
   nonNegative(input.submission.loopReapNs ?? 0, 'loopReapNs');
   nonNegative(input.submission.callNs ?? 0, 'callNs');
+  nonNegative(input.submission.leadNs ?? 0, 'leadNs');
   if (input.era !== 'blkmq_sync') {
     if (!input.depth.length || !(input.depth.reduce((a, [, w]) => a + w, 0) > 0)) throw new Error('evaluatePoller: empty depth histogram');
     for (const [d, w] of input.depth) {

@@ -83,6 +83,7 @@ export function simulate(cfg: SimConfig): SimStats {
   const loopReapNs = cfg.submission.loopReapNs ?? 0;
   const sleepOnCpu = cfg.sleepOnCpuNs ?? 0;
   const callNs = cfg.submission.callNs ?? 0;
+  const leadNs = cfg.submission.leadNs ?? 0;
   const minC = Math.min(N, Math.max(0, Math.floor(cfg.submission.minComplete)));
   const multiQueue = nDev > 1;
   // one look per poll call: 6.13–6.19 always (task-is-running check), 5.x always, 7.0+ with ONESHOT
@@ -360,6 +361,10 @@ export function simulate(cfg: SimConfig): SimStats {
       if (measuring) st.overheadNs += callNs;
     }
     while (len < N) submit();
+    if (leadNs > 0) {
+      t += leadNs;
+      if (measuring) st.overheadNs += leadNs;
+    }
     let nr = 0;
     if (measuring) st.loops++;
     do {

@@ -45,6 +45,11 @@ export interface SubmissionPattern {
    * the application's own loop), before the refill's submissions. Optional, 0 when not measured.
    */
   callNs?: number;
+  /**
+   * on-CPU time per waiting call after the last submission's issue and before the first poll (the
+   * rest of the submit call, the waiting call's entry): the device already runs. Optional, 0.
+   */
+  leadNs?: number;
 }
 
 /** The state the kernel is in now, as measured, for the self-check. */
