@@ -684,20 +684,15 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 	dc = dev_ctr_get(dev);
 	if (dc)
 		dc->polled_ios++;
-	if (!polled_tasks)
+	/* fentry path: nothing more per completion. The poll loop is bracketed by io_do_iopoll, whose
+	 * exit returns the completions it reaped: the task's in-flight count drops there, once per
+	 * pass instead of a task lookup per completion. */
+	if (fentry_path || !polled_tasks)
 		return 0;
 	tid = (u32)bpf_get_current_pid_tgid();
 	st = task_get(tid, false);
 	if (!st)
 		return 0;
-	if (fentry_path) {
-		/* polled completions are reaped in the poller's task (inside io_do_iopoll): one fewer
-		 * in flight there. Only the decrement (no clock read): the fentry path samples the
-		 * depth at the loop's first pass and times everything else from the poll programs. */
-		if (st->inflight)
-			st->inflight--;
-		return 0;
-	}
 	/*
 	 * The depth at the start of the waiting call, tracepoint path: its poll passes are invisible
 	 * here, so the stand-in is the first polled completion in the task after its latest polled
@@ -1005,6 +1000,9 @@ int BPF_PROG(hp_iopoll_out, struct io_ring_ctx *rctx, bool force_nonspin, int re
 	if (!st || !st->in_pass)
 		return 0;
 	st->in_pass = 0;
+	/* the pass reaped ret of the ring's requests, issued in this task (inline submission) */
+	if (ret > 0)
+		st->inflight = st->inflight > (u32)ret ? st->inflight - (u32)ret : 0;
 	if (ret > 0 && st->t_cpf && st->dev) {
 		/* the pass's completion work after the poll that found them */
 		struct dev_ctr *dc = dev_ctr_get(st->dev);

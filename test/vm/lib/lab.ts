@@ -98,7 +98,7 @@ export function buildAll(suite = 'trixie'): GuestImages {
 }
 
 export interface LabOptions {
-  /** 'ci': the CI gate's profile (fewer I/Os, no QD16); 'full': npm run test:vm */
+  /** 'ci': the CI gate's profile (fewer I/Os, one BPF path on trixie, no sweep or sampling); 'full': npm run test:vm */
   profile: 'full' | 'ci';
   /** I/Os per measured run */
   ios: number;
@@ -122,7 +122,7 @@ export interface LabOptions {
 export const SWEEP = ['fixed:20000', 'fixed:100000', 'uniform:40000:60000', 'normal:50000:10000', 'twopoint:40000:60000:500', 'tail:50000:200000:20'];
 
 /** The CI profile's scenarios (HPVM_PROFILE=ci). */
-export const CI_SCENARIOS = ['qd1-fixed50', 'qd4-fixed50', 'qd1-nvme'];
+export const CI_SCENARIOS = ['qd1-fixed50', 'qd4-fixed50', 'qd16-fixed50', 'qd64-fixed50', 'qd1-nvme'];
 
 export function labOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LabOptions {
   const profile = env.HPVM_PROFILE ?? 'full';
