@@ -17,7 +17,8 @@ describe('known-open VM checks', () => {
   it('keeps the same check gated in other scenarios and other titles', () => {
     expect(openCause(check({ scenario: 'qd1-nvme' }))).toBeUndefined();
     expect(openCause(check({ id: '3 cpu', scenario: 'qd4-fixed50' }))).toBeUndefined();
-    expect(openCause(check({ id: '5 self-check', scenario: 'qd4-fixed50' }))).toBeUndefined();
+    expect(openCause(check({ id: '5 self-check', scenario: 'qd16-fixed50' }))).toBeUndefined();
+    expect(openCause(check({ id: '5 depth', scenario: 'qd4-fixed50' }))).toBeUndefined();
     expect(openCause(check({ id: '4 unchanged', scenario: 'qd1-fixed50', title: 'poll under fentry vs untraced: IOPS' }))).toBeUndefined();
     expect(openCause(check({ id: '4 unchanged', scenario: 'qd1-fixed50', title: 'hybrid under fentry vs untraced: IOPS' }))).toBeDefined();
     expect(openCause(check({ id: 'L6 model classic', scenario: 'legacy seed001 fio' }))).toBeUndefined();
