@@ -58,7 +58,12 @@ export interface DriverResult {
   cpus?: { on: [number, number]; task_s: number[] };
   /** the agent's list of the threads that ran most during the run, besides hpdrive ("comm tid: x ms") */
   besideThreads?: string[];
+  /** set when this is the second try of an unscraped run: what ran beside the first (BESIDE_RETRY) */
+  retried?: string;
 }
+
+/** Other tasks' run time beside an unscraped run above this share of it: the run is repeated once. */
+export const BESIDE_RETRY = 0.02;
 
 /** "1.23 ms (0.5 % of the run)" of besideSeconds, or why it is not known. */
 export function besideText(d: DriverResult): string {
@@ -219,10 +224,22 @@ export async function runDriver(g: Guest, s: Scenario, device: string, mode: Pol
   // Both vCPUs advance one instruction counter (icount): work left on the other vCPU (the last
   // run's ring teardown, a BPF re-attach's deferred frees, the agent's reply) would slow the
   // poller's virtual time. Wait for the teardown, then idle, which costs no host time under icount.
-  const settled = await g.agent<{ waitedMs: number; busy: number }>('POST', '/settle', { timeoutMs: 10_000 }, 30_000);
-  if (settled.busy > 0) throw new Error(`a previous io_uring ring was still being torn down after ${settled.waitedMs} ms of guest time`);
-  await g.agent('POST', '/idle', { ms: QUIET_MS });
-  const driver = await call({ ios: s.ios, hold: o.hold ?? false }, 'run', s.ios);
+  const quiet = async () => {
+    const settled = await g.agent<{ waitedMs: number; busy: number }>('POST', '/settle', { timeoutMs: 10_000 }, 30_000);
+    if (settled.busy > 0) throw new Error(`a previous io_uring ring was still being torn down after ${settled.waitedMs} ms of guest time`);
+    await g.agent('POST', '/idle', { ms: QUIET_MS });
+  };
+  await quiet();
+  let driver = await call({ ios: s.ios, hold: o.hold ?? false }, 'run', s.ios);
+  // A run with other tasks busy beside it measured them too (one vCPU's work slows the other's
+  // virtual clock): an unscraped run (A/B, irq; nothing counted it) is run again once. Seen once
+  // in ~20 CI boots: the guest's Node processes ran 29 % of a QD4 A/B run, −35 % IOPS.
+  const beside = besideSeconds(driver);
+  if (!o.beforeRun && beside !== undefined && beside > BESIDE_RETRY * driver.wall_s) {
+    await resetDevice(g, s, device);
+    await quiet();
+    driver = { ...(await call({ ios: s.ios, hold: o.hold ?? false }, 'run', s.ios)), retried: besideText(driver) };
+  }
   const after = await deviceStats(g, s, device);
   return { driver, ...(before !== undefined && after !== undefined ? { hpsim: { before, after } } : {}) };
 }
@@ -357,7 +374,7 @@ export async function runSession(g: Guest, base: Omit<Session, 'runs' | 'wallSec
     const what = r.ab ? `${r.ab.exporter} A/B pair ${r.ab.pair} ${r.tracing === 'untraced' ? 'detached' : 'attached'}` : r.tracing;
     o.log(`run ${session.runs.length}/${total} ${r.scenario} rep ${r.rep} ${what} ${r.mode}: ${d.ios} I/Os, ${Math.round(d.iops)} IOPS, ` +
       `CPU ${(d.cpu.util * 100).toFixed(1)}% ${d.cpu.per_io_us.toFixed(2)} µs/IO, ${(d.ctxsw.voluntary / Math.max(1, d.ios)).toFixed(3)} vcsw/IO, ` +
-      `p50 ${d.lat_us.p50.toFixed(2)} µs, beside it ${besideText(d)} (${((Date.now() - t1) / 1000).toFixed(1)} s; ${((Date.now() - t0) / 1000).toFixed(0)} s total)`);
+      `p50 ${d.lat_us.p50.toFixed(2)} µs, beside it ${besideText(d)}${d.retried ? ` [second try: beside the first ${d.retried}]` : ''} (${((Date.now() - t1) / 1000).toFixed(1)} s; ${((Date.now() - t0) / 1000).toFixed(0)} s total)`);
   };
   try {
     await g.agent('POST', '/bpf/stats', { enable: false });
