@@ -42,7 +42,7 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
   },
   {
     id: '5 model', scenario: /^qd(16|64)-fixed50$/,
-    cause: `the classic prediction from the hybrid run reads −27.5 % (QD16) and −13.7 % (QD64), −5.8 % at QD4: a saturated classic poller finds a completion at every look, so its loop CPU is the pass's own work (2.28 µs/IO measured at QD16 against the modelled in-loop reaping of 1.9 µs/IO); the simulation's looks cost nothing (issue 15)`,
+    cause: `the classic prediction from the hybrid run reads −27.5 % (QD16) and −13.7 % (QD64), −5.8 % at QD4: a saturated classic poller finds a completion at every look, so its loop CPU is the pass's own work (2.28 µs/IO measured at QD16 against the modelled in-loop reaping of 1.9 µs/IO, the difference mostly our own poll-path programs: iopoll_enter/exit and classic_poll_enter/exit ≈ 0.28 µs per I/O there in bpf_stats); the simulation's looks cost nothing (issue 15)`,
   },
   {
     id: '5 self-check', scenario: /^qd1-fixed50$/,
