@@ -35,6 +35,7 @@ export const HPSIM_PROFILES = {
   hpsim2: 'fixed:50000',
   hpsim3: 'fixed:50000',
   hpsim4: 'fixed:50000',
+  hpsim5: 'twopoint:20000:100000:500',
 } as const;
 
 /** insmod parameters of the trixie guest's hpsim module: one poll queue per device, as nvme's per CPU set. */
@@ -52,6 +53,7 @@ export function scenarios(ios: number): Scenario[] {
     sim('qd4-fixed50', 'QD4 4k randread, simulated device, fixed 50 µs', 'hpsim2', 4),
     sim('qd16-fixed50', 'QD16 4k randread, simulated device, fixed 50 µs', 'hpsim3', 16),
     sim('qd64-fixed50', 'QD64 4k randread, simulated device, fixed 50 µs', 'hpsim4', 64),
+    sim('qd4-twopoint', 'QD4 4k randread, simulated device, 20 µs or 100 µs (½ each)', 'hpsim5', 4),
     { id: 'qd1-nvme', title: 'QD1 4k randread, QEMU NVMe (null-co, no added latency; host-clock device: no model checks)', serial: 'hpfast', qd: 1, bs: 4096, ios, model: false },
   ];
 }
