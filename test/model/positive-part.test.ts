@@ -83,14 +83,16 @@ const scaleOf = (ts: readonly Term[], shift: number) =>
  * Order 0 is P(sum + shift > 0): a step at every atom. Where atoms meet zero within rounding
  * (1 + 1e-16 − 1 − 1 + …) the two sums round differently, so the value is checked against the
  * reference just left and right of the shift (it is non-decreasing in the shift), found by
- * fast-check at seed −505810956.
+ * fast-check at seed −505810956. Within 1e-8: pieces 1e-6 wide that cancel (X − X′ with both on
+ * (1, 1.000001]) leave the two sums 1.4e-9 apart in probability (seed −380764878), rounding of
+ * a difference of near-equal values, not a modelling error.
  */
 function expectProbability(ts: readonly Term[], pp: PositivePart, shift: number): void {
   const d = scaleOf(ts, shift) * 1e-12;
   const [a, b] = [reference(ts, shift - d, 0), reference(ts, shift + d, 0)];
   const got = pp.at(shift, 0);
-  expect(got).toBeGreaterThanOrEqual(Math.min(a, b) - 1e-9);
-  expect(got).toBeLessThanOrEqual(Math.max(a, b) + 1e-9);
+  expect(got).toBeGreaterThanOrEqual(Math.min(a, b) - 1e-8);
+  expect(got).toBeLessThanOrEqual(Math.max(a, b) + 1e-8);
 }
 
 describe('PositivePart', () => {
