@@ -605,6 +605,14 @@ static __always_inline int on_issue(struct request *rq, const bool btf)
 	return 0;
 }
 
+/* The depth a waiting call starts at: the task's polled I/Os in flight (dev_ctr.waits,
+ * inflight_sum). Where each path takes the sample: hp_iopoll_in (fentry), on_complete (tracepoint). */
+static __always_inline void depth_sample(struct dev_ctr *dc, const struct task_st *st)
+{
+	dc->waits++;
+	dc->inflight_sum += st->inflight;
+}
+
 /* tracepoint path: first polled completion in a task after its sleep. Device time is only
  * observable as wake -> found; found within calib_pct of the shortest such time = first poll. */
 static __always_inline void classify_tp(struct task_st *st, u32 dev, u64 now, u64 issued)
@@ -705,10 +713,8 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 	 */
 	if (st->wait_open) {
 		st->wait_open = 0;
-		if (dc) {
-			dc->waits++;
-			dc->inflight_sum += st->inflight;
-		}
+		if (dc)
+			depth_sample(dc, st);
 	}
 	/* the poll path follows every polled request: its sleeps and classification are counts */
 	now = bpf_ktime_get_ns();
@@ -964,8 +970,7 @@ int BPF_PROG(hp_iopoll_in, struct io_ring_ctx *rctx)
 			struct dev_ctr *dc = dev_ctr_get(st->dev);
 
 			if (dc) {
-				dc->waits++;
-				dc->inflight_sum += st->inflight;
+				depth_sample(dc, st);
 				/* the time since the previous loop's end: reaping its CQEs, user space, the
 				 * next submissions; a gap over the stale limit is idle time, not a cost */
 				if (st->t_end && st->t_loop - st->t_end < GAP_MAX_NS) {

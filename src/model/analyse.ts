@@ -337,11 +337,11 @@ export function analysePair(from: SnapshotInputs, to: SnapshotInputs, opts: Anal
   const seconds = secondsBetween(from, to);
   if (!(seconds > 0)) return [];
   const era = to.host?.era.era ?? 'unknown';
+  const release = to.host?.features.release;
   const out: ModelTarget[] = [];
   for (const [dev, cur] of head) {
     const old = base.get(dev);
     const d = old ? totalsDelta(old, cur) : { hists: cur.hists, counters: cur.counters };
-    const release = to.host?.features.release;
     const t = analyse({ dev, ...deviceContext(to, dev, cur.device), seconds, era, ...(release ? { release } : {}), ...d }, opts);
     if (t) out.push(t);
   }

@@ -216,8 +216,6 @@ export interface AtDepthInput {
 
 export interface AtDepth {
   policies: PolicyOutcome[];
-  best: PolicyOutcome;
-  oracle: PolicyOutcome;
   current: CurrentState;
   /** classic polling's CPU per I/O at this depth (η's cpu(0)) */
   classicCpuNs: number;
@@ -253,14 +251,10 @@ export function analyseAtDepth(a: AtDepthInput): AtDepth {
   });
   const qd1 = (p: string) => a.qd1.find((x) => x.policy === p);
   const policies = r.policies.map((o) => row(o, o.policy as PolicyOutcome['policy'], qd1(o.policy)));
-  const best = policies.find((p) => p.policy === 'best_static')!;
-  const oracle = policies.find((p) => p.policy === 'oracle')!;
   const classic = policies.find((p) => p.policy === 'classic')!;
   const { policy: _p, ...cur } = row(r.current, 'classic', undefined);
   return {
     policies,
-    best,
-    oracle,
     classicCpuNs: classic.cpuNs,
     current: {
       ...a.current,
@@ -275,12 +269,8 @@ export function analyseAtDepth(a: AtDepthInput): AtDepth {
       sleepsPerIo: r.current.sleepsPerIo,
       reapedPerPass: r.current.reapedPerPass,
       cpuStdErrNs: r.current.cpuStdErrNs,
-      callNs: a.callNs,
-      submitNs: a.submitNs,
-      leadNs: a.leadNs,
       deviceShiftNs: fit.shiftNs,
       meanDeviceNs: mean(fit.fD),
-      loopReapNs: a.loopReapNs,
       ...(r.kernelEstimateNs !== undefined ? { kernelEstimateNs: r.kernelEstimateNs } : {}),
     },
   };

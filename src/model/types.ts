@@ -215,12 +215,6 @@ export interface DepthState {
   reapedPerPass: number;
   /** standard error of the current state's modelled CPU per I/O (the simulation's own noise) */
   cpuStdErrNs: number;
-  /** the poller's time between poll loops, per waiting call and per I/O, and its completion work in the loop per completion (0: not counted) */
-  callNs: number;
-  submitNs: number;
-  /** after the last issue, before the first poll, per waiting call */
-  leadNs: number;
-  loopReapNs: number;
   /** F_D's shift that removes the poller's own queueing from the measured device times (≤ 0), and the mean device time after it */
   deviceShiftNs: number;
   meanDeviceNs: number;

@@ -45,8 +45,9 @@ export function parseOpenMetrics(text: string): LintResult {
  */
 export function sampledFamilyTypes(text: string): string[] {
   const sampled = new Set(text.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => /^[a-zA-Z_:][a-zA-Z0-9_:]*/.exec(l)?.[0] ?? ''));
+  // familyTypes names a counter by its _total sample; its samples may carry any of these suffixes
   const has = (n: string) => ['', '_total', '_bucket', '_count', '_sum', '_created', '_info'].some((s) => sampled.has(n + s));
-  return familyTypes(text).filter((f) => has(f.split(' ')[0]!.replace(/_total$/, '')) || has(f.split(' ')[0]!));
+  return familyTypes(text).filter((f) => has(f.split(' ')[0]!.replace(/_total$/, '')));
 }
 
 export function familyTypes(text: string): string[] {
