@@ -220,7 +220,7 @@ export async function runDriver(g: Guest, s: Scenario, device: string, mode: Pol
     await o.beforeRun();
   }
   await resetDevice(g, s, device);
-  const before = await deviceStats(g, s, device);
+  let before = await deviceStats(g, s, device);
   // Both vCPUs advance one instruction counter (icount): work left on the other vCPU (the last
   // run's ring teardown, a BPF re-attach's deferred frees, the agent's reply) would slow the
   // poller's virtual time. Wait for the teardown, then idle, which costs no host time under icount.
@@ -237,6 +237,7 @@ export async function runDriver(g: Guest, s: Scenario, device: string, mode: Pol
   const beside = besideSeconds(driver);
   if (!o.beforeRun && beside !== undefined && beside > BESIDE_RETRY * driver.wall_s) {
     await resetDevice(g, s, device);
+    before = await deviceStats(g, s, device);
     await quiet();
     driver = { ...(await call({ ios: s.ios, hold: o.hold ?? false }, 'run', s.ios)), retried: besideText(driver) };
   }
