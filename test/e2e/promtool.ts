@@ -37,11 +37,10 @@ export function parseOpenMetrics(text: string): LintResult {
   }
 }
 
-/** `name type` of each `# TYPE` line; OpenMetrics counters get back the `_total` the text format names them with. */
 /**
  * familyTypes of the families that have at least one sample. A family without samples (prom-client's
- * nodejs_active_requests when no request is in flight at that instant) is printed with its TYPE
- * line by one serializer and left out by the other, so two scrapes may differ in it.
+ * nodejs_active_requests when no request is in flight at that instant) may be printed with its TYPE
+ * line or left out, so two scrapes may differ in it either way.
  */
 export function sampledFamilyTypes(text: string): string[] {
   const sampled = new Set(text.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => /^[a-zA-Z_:][a-zA-Z0-9_:]*/.exec(l)?.[0] ?? ''));
@@ -50,6 +49,7 @@ export function sampledFamilyTypes(text: string): string[] {
   return familyTypes(text).filter((f) => has(f.split(' ')[0]!.replace(/_total$/, '')));
 }
 
+/** `name type` of each `# TYPE` line; OpenMetrics counters get back the `_total` the text format names them with. */
 export function familyTypes(text: string): string[] {
   return [...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map(([, n, t]) => (t === 'counter' && !n!.endsWith('_total') ? `${n}_total ${t}` : `${n} ${t}`)).sort();
 }
