@@ -1163,6 +1163,18 @@ int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsi
 			dc->exact++;
 		else
 			dc->calibrated++;
+		if (slept_through) {
+			/* a call whose completions were there at its start: what one finding look costs */
+			u64 k = (u64)ret;
+
+			dc->looks++;
+			dc->look_ns += d;
+			dc->look_k += k;
+			dc->look_kk += k * k;
+			dc->look_kns += k * d;
+			if (st->t_cp > st->t_woke)
+				dc->wake_look_ns += st->t_cp - st->t_woke;
+		}
 	}
 	st->slept_req = 0;
 	return 0;

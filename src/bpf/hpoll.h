@@ -101,6 +101,15 @@ struct dev_ctr {
 	 * the submission and the waiting call's entry, on CPU while the device already runs) */
 	__u64 lead_ns;
 	__u64 leads;
+	/* fentry: the poll call that found a slept request already complete (slept through): its
+	 * length and the completions it found (ret), for a per-call + per-completion fit, and the
+	 * woken poller's time from its switch-in to that call's entry */
+	__u64 looks;
+	__u64 look_ns;
+	__u64 look_k;
+	__u64 look_kk;
+	__u64 look_kns;
+	__u64 wake_look_ns;
 };
 
 /* Per device, shared: calibration of the found_slept / dev_spun split. Plain stores: a lost

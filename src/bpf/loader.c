@@ -653,6 +653,12 @@ static void dump_devs(struct hpoll *skel)
 					agg.reaped += d->reaped;
 					agg.lead_ns += d->lead_ns;
 					agg.leads += d->leads;
+					agg.looks += d->looks;
+					agg.look_ns += d->look_ns;
+					agg.look_k += d->look_k;
+					agg.look_kk += d->look_kk;
+					agg.look_kns += d->look_kns;
+					agg.wake_look_ns += d->wake_look_ns;
 				}
 			bpf_map_lookup_elem(kfd, &key, &cal);
 			printf("%s{\"dev\":\"%u:%u\",\"polled_ios\":%llu,\"classified_exact\":%llu,"
@@ -660,7 +666,9 @@ static void dump_devs(struct hpoll *skel)
 			       "\"found_threshold_ns\":%llu,\"min_dev_ns\":%llu,\"waits\":%llu,"
 			       "\"inflight_sum\":%llu,\"gaps\":%llu,\"gap_ns\":%llu,\"gap_k\":%llu,"
 			       "\"gap_kk\":%llu,\"gap_kns\":%llu,\"reap_ns\":%llu,\"reaped\":%llu,"
-			       "\"lead_ns\":%llu,\"leads\":%llu}", first ? "" : ",",
+			       "\"lead_ns\":%llu,\"leads\":%llu,\"looks\":%llu,\"look_ns\":%llu,"
+			       "\"look_k\":%llu,\"look_kk\":%llu,\"look_kns\":%llu,\"wake_look_ns\":%llu}",
+			       first ? "" : ",",
 			       key >> 20, key & 0xfffff, (unsigned long long)agg.polled_ios,
 			       (unsigned long long)agg.exact, (unsigned long long)agg.calibrated,
 			       (unsigned long long)agg.unmatched, (unsigned long long)cal.min_found_ns,
@@ -670,7 +678,10 @@ static void dump_devs(struct hpoll *skel)
 			       (unsigned long long)agg.gap_ns, (unsigned long long)agg.gap_k,
 			       (unsigned long long)agg.gap_kk, (unsigned long long)agg.gap_kns,
 			       (unsigned long long)agg.reap_ns, (unsigned long long)agg.reaped,
-			       (unsigned long long)agg.lead_ns, (unsigned long long)agg.leads);
+			       (unsigned long long)agg.lead_ns, (unsigned long long)agg.leads,
+			       (unsigned long long)agg.looks, (unsigned long long)agg.look_ns,
+			       (unsigned long long)agg.look_k, (unsigned long long)agg.look_kk,
+			       (unsigned long long)agg.look_kns, (unsigned long long)agg.wake_look_ns);
 			first = false;
 		}
 	}

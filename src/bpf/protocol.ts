@@ -75,7 +75,9 @@ export interface LoaderDevice {
  * poll (Σ ns, completions), and the last polled issue → next loop start (Σ ns, count).
  */
 export const POLLER_COUNTERS = ['gaps', 'gap_ns', 'gap_k', 'gap_kk', 'gap_kns', 'reap_ns', 'reaped', 'lead_ns', 'leads'] as const;
-export type PollerCounter = (typeof POLLER_COUNTERS)[number];
+/** the finding poll call after a sleep (newer than POLLER_COUNTERS: a loader prints all six or none) */
+export const LOOK_COUNTERS = ['looks', 'look_ns', 'look_k', 'look_kk', 'look_kns', 'wake_look_ns'] as const;
+export type PollerCounter = (typeof POLLER_COUNTERS)[number] | (typeof LOOK_COUNTERS)[number];
 
 export interface LoaderRing {
   ring: string;
@@ -290,7 +292,9 @@ function parseDevice(v: unknown, path: string): LoaderDevice {
     // the depth counters are newer than protocol 1: optional, but checked when present
     ...(o['waits'] !== undefined ? { waits: count(o['waits'], `${path}.waits`) } : {}),
     ...(o['inflight_sum'] !== undefined ? { inflightSum: count(o['inflight_sum'], `${path}.inflight_sum`) } : {}),
-    ...(o['gaps'] !== undefined ? { poller: Object.fromEntries(POLLER_COUNTERS.map((k) => [k, count(o[k], `${path}.${k}`)])) } : {}),
+    ...(o['gaps'] !== undefined
+      ? { poller: Object.fromEntries([...POLLER_COUNTERS, ...(o['looks'] !== undefined ? LOOK_COUNTERS : [])].map((k) => [k, count(o[k], `${path}.${k}`)])) }
+      : {}),
   };
 }
 
