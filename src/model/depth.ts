@@ -34,17 +34,38 @@ export function meanInFlight(counters: Record<string, number>): number | undefin
  * With one k only (classic QD1: always 1) or a fit outside [0, ∞) it is all per I/O.
  * `loopReapNs`: inside the loop after the poll that found completions (ending the requests,
  * posting CQEs), per completion (`reap_ns` / `reaped`).
+ * `lookNs` + `lookPerIoNs` · k: a poll call that finds k completions already there (`looks`,
+ * `look_ns`, `look_k`, `look_kk`, `look_kns`); with one k only it is all per call. `wakeToLookNs`:
+ * per sleep, the woken poller's time from its switch-in to that call (`wake_look_ns` / `looks`).
  */
 export function pollerCosts(counters: Record<string, number>): PollerCosts {
-  const fit = gapFit(counters);
+  const c = (k: string) => {
+    const v = counters[k];
+    return v !== undefined && Number.isFinite(v) && v >= 0 ? v : undefined;
+  };
+  const reaped = c('reaped');
+  const reapNs = c('reap_ns');
+  const loopReapNs = reaped && reapNs !== undefined ? reapNs / reaped : 0;
+  const gap = lineFit(c('gaps'), c('gap_ns'), c('gap_k'), c('gap_kk'), c('gap_kns'), 'slope');
+  const looks = c('looks');
+  const look = lineFit(looks, c('look_ns'), c('look_k'), c('look_kk'), c('look_kns'), 'intercept');
+  const wakeLook = c('wake_look_ns');
   // the gap holds the lead (issue → next loop), which the simulation places after the issue: take it
   // from the per-call part first, the rest from the per-I/O part (at the mean completions per gap)
-  const n = counters['leads'];
-  const l = counters['lead_ns'];
-  const leadNs = n && n > 0 && l !== undefined && l >= 0 && fit.gapNs > 0 ? Math.min(l / n, fit.gapNs) : 0;
-  const fromCall = Math.min(fit.callNs, leadNs);
-  const k = fit.meanK > 0 ? fit.meanK : 1;
-  return { callNs: fit.callNs - fromCall, submitNs: Math.max(0, fit.submitNs - (leadNs - fromCall) / k), leadNs, loopReapNs: fit.loopReapNs };
+  const n = c('leads');
+  const l = c('lead_ns');
+  const leadNs = n && l !== undefined && gap.meanY > 0 ? Math.min(l / n, gap.meanY) : 0;
+  const fromCall = Math.min(gap.a, leadNs);
+  const k = gap.meanK > 0 ? gap.meanK : 1;
+  return {
+    callNs: gap.a - fromCall,
+    submitNs: Math.max(0, gap.b - (leadNs - fromCall) / k),
+    leadNs,
+    loopReapNs,
+    lookNs: look.a,
+    lookPerIoNs: look.b,
+    wakeToLookNs: looks && wakeLook !== undefined ? wakeLook / looks : 0,
+  };
 }
 
 export interface PollerCosts {
@@ -53,31 +74,29 @@ export interface PollerCosts {
   submitNs: number;
   leadNs: number;
   loopReapNs: number;
+  /** a poll call that finds completions: per call and per completion it finds; per sleep, switch-in → that call */
+  lookNs: number;
+  lookPerIoNs: number;
+  wakeToLookNs: number;
 }
 
-function gapFit(counters: Record<string, number>): { callNs: number; submitNs: number; loopReapNs: number; gapNs: number; meanK: number } {
-  const c = (k: string) => {
-    const v = counters[k];
-    return v !== undefined && Number.isFinite(v) && v >= 0 ? v : undefined;
-  };
-  const reaped = c('reaped');
-  const reapNs = c('reap_ns');
-  const loopReapNs = reaped && reapNs !== undefined ? reapNs / reaped : 0;
-  const n = c('gaps');
-  const sg = c('gap_ns');
-  const sk = c('gap_k');
-  if (!n || sg === undefined || !sk) return { callNs: 0, submitNs: 0, loopReapNs, gapNs: 0, meanK: 0 };
-  const base = { loopReapNs, gapNs: sg / n, meanK: sk / n };
-  const skk = c('gap_kk');
-  const skg = c('gap_kns');
-  const perIo = { ...base, callNs: 0, submitNs: sg / sk };
-  if (skk === undefined || skg === undefined) return perIo;
-  // k must vary for the split: its variance over the gaps at least 0.05 (k in completions)
+/**
+ * y = a + b·k by least squares from the sums n, Σy, Σk, Σk², Σky. k must vary for the split (its
+ * variance over the samples at least 0.05); otherwise, or with a fit outside [0, ∞), it is all in
+ * the `fallback` term (slope: y/k per unit of k; intercept: mean y). All 0 without samples.
+ */
+function lineFit(
+  n: number | undefined, sy: number | undefined, sk: number | undefined, skk: number | undefined, sky: number | undefined, fallback: 'slope' | 'intercept',
+): { a: number; b: number; meanY: number; meanK: number } {
+  if (!n || sy === undefined || !sk) return { a: 0, b: 0, meanY: 0, meanK: 0 };
+  const base = { meanY: sy / n, meanK: sk / n };
+  const all = fallback === 'slope' ? { ...base, a: 0, b: sy / sk } : { ...base, a: sy / n, b: 0 };
+  if (skk === undefined || sky === undefined) return all;
   const v = n * skk - sk * sk;
-  if (!(v > 0.05 * n * n)) return perIo;
-  const submitNs = (n * skg - sk * sg) / v;
-  const callNs = (sg - submitNs * sk) / n;
-  return submitNs >= 0 && callNs >= 0 && Number.isFinite(submitNs + callNs) ? { ...base, callNs, submitNs } : perIo;
+  if (!(v > 0.05 * n * n)) return all;
+  const b = (n * sky - sk * sy) / v;
+  const a = (sy - b * sk) / n;
+  return a >= 0 && b >= 0 && Number.isFinite(a + b) ? { ...base, a, b } : all;
 }
 
 /**
@@ -159,7 +178,8 @@ const SHIFT_IOS = 800;
  * F_D without the poller's own queueing. At depth a completion can wait while the poller submits,
  * reaps or sleeps on another request, and every measured device time (found times, rq_lat) holds
  * that wait; the simulation adds it again. So F_D is shifted until the simulated current state's
- * mean issue → found equals the measured mean rq_lat (`targetNs`), a few rounds of one simulation
+ * mean rq_lat (start → completion, as BPF times it: SimDeviceStats.rqLatNs) equals the measured
+ * mean rq_lat (`targetNs`), a few rounds of one simulation
  * each (common random numbers: the shift is monotone). A shift that would take F_D below 0 stops
  * at its lowest point. Returns the shifted F_D and the shift (≤ 0 when the poller queues).
  */
@@ -176,7 +196,7 @@ export function deviceTimeAtDepth(a: {
       era: a.era, depth: a.depth, devices: [{ fD: new Sampler(shifted(shift)), share: 1 }], wake, switchCostNs: a.switchCostNs, sleepOnCpuNs: a.sleepOnCpuNs,
       submission: a.submission, rule: a.rule, ios: SHIFT_IOS, warmup: Math.max(200, 4 * a.depth), seed: 7,
     });
-    const found = st.perDevice[0]!.ios ? st.perDevice[0]!.foundLatencyNs / st.perDevice[0]!.ios : NaN;
+    const found = st.perDevice[0]!.ios ? st.perDevice[0]!.rqLatNs / st.perDevice[0]!.ios : NaN;
     if (!Number.isFinite(found)) break;
     const next = Math.max(-minLo, shift + (a.targetNs - found));
     if (Math.abs(next - shift) < 0.002 * a.targetNs) {
@@ -202,11 +222,14 @@ export interface AtDepthInput {
   switchCostNs: number;
   latencyBudget: number;
   fixedSleepNs?: number;
-  /** pollerCosts(): the poller's time between loops (per call, per I/O, after the issue) and its completion work in the loop */
+  /** pollerCosts(): the poller's time between loops (per call, per I/O, after the issue), its completion work in the loop, a finding poll call */
   callNs: number;
   submitNs: number;
   leadNs: number;
   loopReapNs: number;
+  lookNs: number;
+  lookPerIoNs: number;
+  wakeToLookNs: number;
   /** measured mean rq_lat (issue → completion) of the window: the target of deviceTimeAtDepth; undefined: F_D as measured */
   rqLatMeanNs?: number;
   /** today's QD1 analysis of the same window: its current state and table (oversleep figures) */
@@ -229,7 +252,7 @@ export interface AtDepth {
  * input (evaluatePoller's message).
  */
 export function analyseAtDepth(a: AtDepthInput): AtDepth {
-  const submission: SubmissionPattern = { submitNs: a.submitNs, callNs: a.callNs, leadNs: a.leadNs, reapNs: 0, minComplete: 1, loopReapNs: a.loopReapNs };
+  const submission: SubmissionPattern = { submitNs: a.submitNs, callNs: a.callNs, leadNs: a.leadNs, reapNs: 0, minComplete: 1, loopReapNs: a.loopReapNs, lookNs: a.lookNs, lookPerIoNs: a.lookPerIoNs, wakeToLookNs: a.wakeToLookNs };
   const current = currentPoller(a.current);
   const simEra = a.era === 'blkmq_sync' ? undefined : a.era;
   const fit = simEra && a.rqLatMeanNs !== undefined && a.rqLatMeanNs > 0

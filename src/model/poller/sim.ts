@@ -1,8 +1,9 @@
 // The seeded discrete-event simulation of one poller (an io_uring ring or the io_uring path of the
 // block layer) at a fixed depth: a closed loop that submits up to `depth` I/Os, waits for
 // `minComplete` completions in poll passes that follow the kernel's io_do_iopoll, reaps, refills.
-// Time is continuous: a look at a queue costs nothing, so passes that would only repeat looks are
-// skipped to the next completion they would find (the CPU is charged as spin). Pure: no clock, no I/O.
+// Time is continuous: a look that finds nothing costs nothing, so passes that would only repeat looks
+// are skipped to the next completion they would find (the CPU is charged as spin); a look that finds
+// completions costs the measured finding call (lookNs). Pure: no clock, no I/O.
 import type { Sampler } from './random.js';
 import { stream } from './random.js';
 import type { PollerEra, SubmissionPattern } from './types.js';
@@ -50,6 +51,12 @@ export interface SimDeviceStats {
   latencyNs: number;
   /** issue → found (what the block layer's poll_stat sees) */
   foundLatencyNs: number;
+  /**
+   * the request's start time → its completion at the end of the finding poll call: what the BPF
+   * rq_lat (hybridpoll_io_latency_seconds) measures. The start is the issue, or in a plugged
+   * submission the plug's cached time, the first request's (see `plugged`).
+   */
+  rqLatNs: number;
 }
 
 /** Totals over the measured I/Os. */
@@ -75,6 +82,17 @@ export interface SimStats {
 
 const BATCHES = 10;
 
+/**
+ * io_uring plugs a submission of more than PLUG_THRESHOLD requests (io_submit_state_start:
+ * need_plug = max_ios > 2). From 6.9 the plug caches the time (blk_plug.cur_ktime): the requests
+ * of one plugged submission get the first one's start_time_ns, until blk-mq flushes the plug at
+ * BLK_MAX_REQUEST_COUNT requests and the cache is cleared. That is where rq_lat starts; the issue
+ * to the driver is simulated as unplugged (each request at the end of its own submission, which
+ * reproduces the measured pairs at QD4). The block-layer era (5.x) does not cache the time.
+ */
+const PLUG_THRESHOLD = 2;
+const PLUG_FLUSH_COUNT = 32;
+
 export function simulate(cfg: SimConfig): SimStats {
   const N = Math.max(1, Math.floor(cfg.depth));
   const nDev = cfg.devices.length;
@@ -84,8 +102,12 @@ export function simulate(cfg: SimConfig): SimStats {
   const sleepOnCpu = cfg.sleepOnCpuNs ?? 0;
   const callNs = cfg.submission.callNs ?? 0;
   const leadNs = cfg.submission.leadNs ?? 0;
+  const lookNs = cfg.submission.lookNs ?? 0;
+  const lookPerIoNs = cfg.submission.lookPerIoNs ?? 0;
+  const wakeToLook = cfg.submission.wakeToLookNs ?? 0;
   const minC = Math.min(N, Math.max(0, Math.floor(cfg.submission.minComplete)));
   const multiQueue = nDev > 1;
+  const plugs = cfg.era !== 'blkmq_iouring';
   // one look per poll call: 6.13–6.19 always (task-is-running check), 5.x always, 7.0+ with ONESHOT
   const oneLook = cfg.era !== 'iouring_70' || multiQueue || minC === 0;
   const c = cfg.switchCostNs;
@@ -107,6 +129,10 @@ export function simulate(cfg: SimConfig): SimStats {
   const found = new Uint8Array(N);
   const slept = new Uint8Array(N);
   const foundAt = new Float64Array(N);
+  // rq_lat's start (the plug's cached time or the issue), the drawn service time, the submission's start
+  const start = new Float64Array(N);
+  const svc = new Float64Array(N);
+  const subAt = new Float64Array(N);
   const list = new Int32Array(N);
   let len = 0;
   const freeSlots: number[] = Array.from({ length: N }, (_, i) => N - 1 - i);
@@ -114,6 +140,7 @@ export function simulate(cfg: SimConfig): SimStats {
   const nextQ = new Float64Array(nDev).fill(Infinity);
   const visited = new Uint8Array(nDev);
   const reapMark = new Uint8Array(N);
+  const hits = new Int32Array(N);
 
   let t = 0;
   let est = Infinity; // hybrid_poll_time (LLONG_MAX)
@@ -122,7 +149,7 @@ export function simulate(cfg: SimConfig): SimStats {
   let measureFrom = 0;
   const st: SimStats = {
     ios: 0, spinNs: 0, switchNs: 0, overheadNs: 0, sleeps: 0, sleepNsTotal: 0, latencyNs: 0, reapingPasses: 0, loops: 0, elapsedNs: 0,
-    perDevice: Array.from({ length: nDev }, () => ({ ios: 0, cpuNs: 0, latencyNs: 0, foundLatencyNs: 0 })),
+    perDevice: Array.from({ length: nDev }, () => ({ ios: 0, cpuNs: 0, latencyNs: 0, foundLatencyNs: 0, rqLatNs: 0 })),
     batchCpuPerIo: [],
   };
   const batchSize = Math.max(1, Math.floor(cfg.ios / BATCHES));
@@ -137,19 +164,39 @@ export function simulate(cfg: SimConfig): SimStats {
     nextQ[q] = m;
   };
 
-  const submit = () => {
+  const submit = (): number => {
     t += submitNs;
     const u = uDev();
     let d = 0;
     while (d < nDev - 1 && u >= cumShare[d]!) d++;
     const r = freeSlots.pop()!;
     dev[r] = d;
+    subAt[r] = t - submitNs;
     issue[r] = t;
-    done[r] = t + cfg.devices[d]!.fD.at(uD());
+    start[r] = t;
+    svc[r] = cfg.devices[d]!.fD.at(uD());
+    done[r] = t + svc[r]!;
     found[r] = 0;
     slept[r] = 0;
     list[len++] = r;
     if (done[r]! < nextQ[d]!) nextQ[d] = done[r]!;
+    return r;
+  };
+
+  /** The refill: one submission call of every free slot, plugged when it holds more than PLUG_THRESHOLD. */
+  const refill = () => {
+    const k = N - len;
+    if (!(plugs && k > PLUG_THRESHOLD)) {
+      for (let i = 0; i < k; i++) submit();
+      return;
+    }
+    // rq_lat starts at the plug's cached time, which a flush (every PLUG_FLUSH_COUNT requests) clears
+    let first = 0;
+    for (let i = 0; i < k; i++) {
+      const r = submit();
+      if (i % PLUG_FLUSH_COUNT === 0) first = start[r]!;
+      start[r] = first;
+    }
   };
 
   /** One look at queue q at time t: marks what completed; returns how many. */
@@ -160,11 +207,19 @@ export function simulate(cfg: SimConfig): SimStats {
       const r = list[i]!;
       if (dev[r] === q && !found[r] && done[r]! <= t) {
         found[r] = 1;
-        foundAt[r] = t;
-        n++;
+        hits[n++] = r;
       }
     }
     recomputeQ(q);
+    if (!n) return 0;
+    if (lookNs > 0 || lookPerIoNs > 0) {
+      // the finding call's own time, on CPU: its requests complete (and are found) at its end
+      const w = lookNs + n * lookPerIoNs;
+      t += w;
+      if (measuring) st.spinNs += w;
+      chargeCpu(q, w);
+    }
+    for (let i = 0; i < n; i++) foundAt[hits[i]!] = t;
     return n;
   };
 
@@ -173,13 +228,14 @@ export function simulate(cfg: SimConfig): SimStats {
   };
 
   const sleep = (s: number, q: number) => {
-    t += sleepOnCpu + s + cfg.wake.at(uO());
+    t += sleepOnCpu + s + cfg.wake.at(uO()) + wakeToLook;
     if (measuring) {
       st.switchNs += c;
+      st.spinNs += wakeToLook;
       st.sleeps++;
       st.sleepNsTotal += s;
     }
-    chargeCpu(q, c);
+    chargeCpu(q, c + wakeToLook);
   };
 
   /** The poller waits until `until` for a completion on queue q: spins, or (oracle) sleeps when that is cheaper. */
@@ -243,6 +299,7 @@ export function simulate(cfg: SimConfig): SimStats {
     pd.cpuNs += loopReapNs;
     pd.latencyNs += t - issue[r]!;
     pd.foundLatencyNs += foundAt[r]! - issue[r]!;
+    pd.rqLatNs += foundAt[r]! - start[r]!;
     if (st.ios % batchSize === 0 && st.batchCpuPerIo.length < BATCHES) {
       const cpu = st.spinNs + st.switchNs;
       st.batchCpuPerIo.push((cpu - batchStartCpu) / batchSize);
@@ -299,7 +356,7 @@ export function simulate(cfg: SimConfig): SimStats {
       newly += look(q);
       if (rule.kind === 'ring_min') {
         // iopoll_start is stamped at the start of the submission, before the bio goes out
-        const runtime = t - (issue[r]! - submitNs) - s;
+        const runtime = t - subAt[r]! - s;
         if (runtime < est) est = runtime;
       }
       if (newly > 0 || found[r]) break;
@@ -360,7 +417,7 @@ export function simulate(cfg: SimConfig): SimStats {
       t += callNs;
       if (measuring) st.overheadNs += callNs;
     }
-    while (len < N) submit();
+    refill();
     if (leadNs > 0) {
       t += leadNs;
       if (measuring) st.overheadNs += leadNs;

@@ -38,6 +38,16 @@ export interface SubmissionPattern {
    * poller looks at nothing meanwhile. Optional, 0 when not measured (the QD1 closed forms leave it out).
    */
   loopReapNs?: number;
+  /**
+   * on-CPU time of a poll call that finds completions, as `lookNs` + `lookPerIoNs` per completion it
+   * finds (the queue's poll handler and the block layer's completions, before the loop's own
+   * completion work). Looks that find nothing fill time the simulation charges as spin anyway.
+   * Optional, 0 when not measured.
+   */
+  lookNs?: number;
+  lookPerIoNs?: number;
+  /** on-CPU time per sleep from the poller's switch-in to its next poll call (the sleep's return path). Optional, 0 */
+  wakeToLookNs?: number;
   /** completions the waiting call waits for (io_uring_enter min_complete; 0 = non-waiting: ONESHOT) */
   minComplete: number;
   /**
