@@ -24,7 +24,7 @@ const LEGACY_SLEEP =
 
 // Measured on the first virtual-time runs of the model at depth (issue 15, 2026-12-02):
 const DEPTH_FD =
-  'at depth every slept I/O on this fixed-time device is found complete at its wake-up (censored: 1995 of 1998 at QD4, 250 of 250 at QD16, 62 of 62 at QD64), so F_D is not measured: the censored estimate puts them at their found times, and the queueing behind the poller is in those times too; the model shifts F_D until its simulated mean issue → found matches the measured rq_lat (src/model/depth.ts), which a mean shift cannot undo when the spread is the queueing (issue 15)';
+  'at depth every slept I/O on this fixed-time device is found complete at its wake-up (censored: 1995 of 1998 at QD4, 250 of 250 at QD16, 60 of 62 at QD64), so F_D is not measured: the data bound D from above only. The model shifts F_D until its simulated rq_lat (from the plug\'s cached start, as BPF times it) matches the measured one (src/model/depth.ts); where every I/O is found at the wake-up that latency barely depends on D, so the shift is not identified (issue 15)';
 
 export const OPEN_CHECKS: readonly OpenCheck[] = [
   {
@@ -35,26 +35,22 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
     id: '4 unchanged', scenario: /^(qd16-fixed50|qd64-fixed50|qd4-twopoint)$/,
     cause: 'at depth the poller spends 6–7 µs of CPU per I/O in virtual time, and the block programs that run for every I/O (rq_issue ≈ 390 ns, rq_complete ≈ 490–660 ns) are 15–20 % of it: poller CPU +14 … +22 %, hybrid IOPS +10 % at QD16 (issue 16: the per-I/O cost)',
   },
-  { id: '5 device time', scenario: /^qd(4|16|64)-fixed50$/, cause: `model E[D] +21 % (QD4), +98 % (QD16), +470 % (QD64) against the device's 50 µs: ${DEPTH_FD}` },
-  {
-    id: '5 self-check', scenario: /^qd4-fixed50$/,
-    cause: `−20.8 % at QD4 (model 5.62 vs measured 7.10 µs/IO; QD16 +2.1 % and QD64 −7.3 % pass): ${DEPTH_FD}; the simulation's looks cost nothing, where the real pass's bookkeeping is part of the spin`,
-  },
+  { id: '5 device time', scenario: /^qd(4|16|64)-fixed50$/, cause: `model E[D] +13 … +17 % (QD4), +22 % (QD16), +328 % (QD64) against the device's 50 µs: ${DEPTH_FD}` },
   {
     id: '5 self-check', scenario: /^qd4-twopoint$/,
-    cause: '−28.9 % (model 6.04 vs measured 8.49 µs/IO) with F_D measured well (E[D] +2.3 % against the device\'s 58.98 µs; 91 % of slept I/Os censored): so at QD4 the simulation itself under-states the loop CPU, not only F_D; its classic prediction reads −24 % too. Not found yet (candidates: the pass\'s own cost per look and our poll-path programs in it, the order of sleeps and reaps in a pass) (issue 15)',
+    cause: '−16.5 % (model 7.14 vs measured 8.55 µs/IO; −28.9 % before the finding call and the sleep\'s return path were measured) with F_D measured well (E[D] −1.9 % against the device\'s 59.34 µs). The ring\'s sleep moves over the run (requested mean 14.0 µs, hybrid_poll_time/2 at the end 2.0 µs: a short runtime sample lowers the running minimum for good), and the model runs the mean as a static sleep: the simulation at 2 µs costs 10.1 µs/IO, at 14 µs 7.1. The ring\'s own rule simulated (ring_min) settles at 16.7 µs, 7.5 µs/IO: the sample that takes the real minimum to 4 µs is not reproduced (issue 15)',
   },
   {
     id: '5 model', scenario: /^qd4-twopoint$/,
-    cause: 'the classic prediction from the hybrid run reads −24.0 % (9.01 vs 11.86 µs/IO) with E[D] within +2.3 %: the simulation under-states a QD4 classic loop\'s CPU (see the qd4-twopoint self-check entry; issue 15)',
+    cause: 'the classic prediction from the hybrid run reads −21.8 % (9.33 vs 11.93 µs/IO; −24.0 % before) with E[D] within −1.9 %: the classic QD4 loop on this device is 2.6 µs/IO above the simulated one (see the qd4-twopoint self-check entry; issue 15)',
   },
   {
     id: '5 model', scenario: /^qd4-fixed50$/,
-    cause: `the classic prediction from the hybrid run moves between boots: −5.8, +4.0, +0.6, −4.4, −12.9 % in five boots (7.46 … 8.90 vs 8.56 µs/IO): it rests on an F_D that is not measured there (${DEPTH_FD})`,
+    cause: `the classic prediction from the hybrid run moves with an F_D that is not measured there: −5.2, +4.5 % in two CI boots, −13.3 % in a full-profile boot (7.42 … 8.96 vs 8.55 µs/IO) (${DEPTH_FD})`,
   },
   {
-    id: '5 model', scenario: /^qd(16|64)-fixed50$/,
-    cause: `the classic prediction from the hybrid run reads −27.5 % (QD16) and −13.7 % (QD64), −5.8 % at QD4: a saturated classic poller finds a completion at every look, so its loop CPU is the pass's own work (2.28 µs/IO measured at QD16 against the modelled in-loop reaping of 1.9 µs/IO, the difference mostly our own poll-path programs: iopoll_enter/exit and classic_poll_enter/exit ≈ 0.28 µs per I/O there in bpf_stats); the simulation's looks cost nothing (issue 15)`,
+    id: '5 model', scenario: /^qd16-fixed50$/,
+    cause: `the classic prediction from the hybrid run reads −9.8 … −10.1 % (2.21 vs 2.46 µs/IO), at its bound; QD64 +2.0 … +2.7 % passes. The reference, the classic run's wait phase, holds the syscall residue and the loop-edge BPF (0.39 µs/IO at QD16), for which the model has no term; against the classic run's spin alone it reads +6.8 %. And it rests on the shifted F_D (${DEPTH_FD})`,
   },
   {
     id: '5 self-check', scenario: /^qd1-fixed50$/,
