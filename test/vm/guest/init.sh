@@ -2,6 +2,13 @@
 # Runs in the guest from the project disk (see lab-init): network, limits, devices, then the control
 # agent. The agent serves the host through a hostfwd port until the host asks it to power off.
 ulimit -l unlimited
+# Work beside a measured run slows the poller's virtual clock (both vCPUs advance one instruction
+# counter): one CI boot had khugepaged running 28 % of a scraped QD1 run. Transparent huge pages
+# and proactive compaction are off, so khugepaged and kcompactd stay asleep.
+for f in /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/defrag; do
+  [ -w "$f" ] && echo never >"$f"
+done
+[ -w /proc/sys/vm/compaction_proactiveness ] && echo 0 >/proc/sys/vm/compaction_proactiveness
 modprobe virtio_net 2>/dev/null
 ip link set lo up
 ip link set eth0 up
