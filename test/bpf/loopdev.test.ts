@@ -148,7 +148,10 @@ describe.skipIf(skip).each(VARIANTS)('sleep/wake chain with a nanosleeping stand
     const inBucketOf = (v: number) => req.buckets.find(([i]) => i === bucketOf(v))?.[1] ?? 0;
     expect(inBucketOf(500_000)).toBeGreaterThanOrEqual(495); // (458.752, 524.288] µs
     expect(inBucketOf(2_000_000)).toBeGreaterThanOrEqual(495); // (1835.008, 2097.152] µs
-    expect(countIn(req, 0, 400_000) + countIn(req, 600_000, 1_700_000) + countIn(req, 2_100_000, Infinity)).toBe(0);
+    // BPF reads the absolute expiry minus now at hrtimer_start: an interrupt between nanosleep's
+    // arming and the tracepoint shortens a sample, never lengthens it (2 of 1000 seen under npm test)
+    expect(countIn(req, 2_100_000, Infinity)).toBe(0);
+    expect(countIn(req, 0, 400_000) + countIn(req, 600_000, 1_700_000)).toBeLessThanOrEqual(10);
     expect(Math.abs(req.sumNs / req.count - 1_250_000)).toBeLessThan(12_500);
 
     // off-CPU: one group per length, never shorter than the request minus going to sleep. Under
