@@ -47,11 +47,12 @@ export function deviceDashboard(c: BundleConfig): Dashboard {
     .withRow(new RowBuilder('Sleep'))
     .withPanel(setup(new timeseries.PanelBuilder(), {
       title: 'Kernel\'s sleep vs optimal sleep',
-      description: 'The sleep the kernel chooses (measured), the best static sleep under the latency budget, and the mean I/O latency for scale. The gap between the first two is what wastes CPU or adds latency.',
+      description: 'The sleep the kernel chooses (measured), the best static sleep under the latency budget, the mean device time the model sizes sleeps against, and the mean I/O latency for scale. The gap between the first two is what wastes CPU or adds latency.',
       unit: 's',
       queries: [
         { expr: `hybridpoll_current_sleep_seconds${D}`, legend: 'kernel\'s sleep' },
         { expr: `hybridpoll_optimal_sleep_seconds${D}`, legend: 'optimal sleep' },
+        { expr: `hybridpoll_model_device_time_mean_seconds${D}`, legend: 'device time E[D] (model)' },
         { expr: `${r.deviceLatencyMean}${D}`, legend: 'mean I/O latency' },
       ],
     }).legend(legendTable()).min(0))

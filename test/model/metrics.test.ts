@@ -67,6 +67,10 @@ describe('model metric families', () => {
     expect(byName.get('hybridpoll_wasted_cpu_seconds_total')!.type).toBe('counter');
     // sleeping 5 µs on D ~ 10 µs: nothing censored, nothing unresolved (a 0 is exported, not absent)
     expect(v('hybridpoll_model_unresolved_ratio', { device: 'nvme0n1' })).toBe(0);
+    // E[D] of D ~ N(10 µs, 0.3 µs) on the bucket grid, and the mean the ½-mean policy halves
+    const meanD = v('hybridpoll_model_device_time_mean_seconds', { device: 'nvme0n1' });
+    expect(Math.abs(meanD / 1e-5 - 1)).toBeLessThan(0.03);
+    expect(v('hybridpoll_policy_sleep_seconds', { device: 'nvme0n1', policy: 'blkmq_half_mean' })).toBeCloseTo(meanD / 2, 12);
   });
 
   it('exports the unresolved share of a device whose fast I/Os are always complete at wake-up', () => {

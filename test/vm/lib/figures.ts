@@ -33,7 +33,7 @@ export interface ExporterFigures {
   wastedCores: number | undefined;
   /** the sleep the model's iouring_half_min policy predicts for the kernel */
   modelIouringSleep: number | undefined;
-  /** the model's E[D]: twice its blkmq_half_mean sleep (that policy sleeps E[D]/2) */
+  /** the model's E[D] (hybridpoll_model_device_time_mean_seconds) */
   modelMeanDeviceTime: number | undefined;
   /** the model's self-check: modelled cpu(current) / measured CPU per I/O − 1 */
   modelSelfError: number | undefined;
@@ -194,7 +194,7 @@ export function exporterFigures(r: RunRecord, majmin?: string): ExporterFigures 
     inFlight: value(a, 'hybridpoll_model_in_flight_ios', dev),
     depthMethod: select(a, 'hybridpoll_model_input_info', dev)[0]?.labels.depth,
     modelIouringSleep: value(a, 'hybridpoll_policy_sleep_seconds', { ...dev, policy: 'iouring_half_min' }),
-    modelMeanDeviceTime: ((h) => (h === undefined ? undefined : 2 * h))(value(a, 'hybridpoll_policy_sleep_seconds', { ...dev, policy: 'blkmq_half_mean' })),
+    modelMeanDeviceTime: value(a, 'hybridpoll_model_device_time_mean_seconds', dev),
     currentSleep: value(a, 'hybridpoll_current_sleep_seconds', dev),
     optimalSleep: value(a, 'hybridpoll_optimal_sleep_seconds', dev),
     programSeconds: Object.fromEntries(select(a, 'hybridpoll_bpf_program_run_seconds_total').map((x) => {
