@@ -181,7 +181,9 @@ const SHIFT_IOS = 800;
  * mean rq_lat (start → completion, as BPF times it: SimDeviceStats.rqLatNs) equals the measured
  * mean rq_lat (`targetNs`), a few rounds of one simulation
  * each (common random numbers: the shift is monotone). A shift that would take F_D below 0 stops
- * at its lowest point. Returns the shifted F_D and the shift (≤ 0 when the poller queues).
+ * at its lowest point. Returns the shifted F_D and the shift: negative where the measured times hold
+ * the poller's queueing; where every slept I/O is found at its wake-up rq_lat barely depends on D, so
+ * the shift is not identified and can come out large either way (docs/validation.md).
  */
 export function deviceTimeAtDepth(a: {
   era: Exclude<PollerEra, 'blkmq_sync'>; depth: number; fD: Dist; fO: Dist; sleepOnCpuNs: number; switchCostNs: number;

@@ -129,9 +129,8 @@ export function simulate(cfg: SimConfig): SimStats {
   const found = new Uint8Array(N);
   const slept = new Uint8Array(N);
   const foundAt = new Float64Array(N);
-  // rq_lat's start (the plug's cached time or the issue), the drawn service time, the submission's start
+  // rq_lat's start (the plug's cached time or the issue), the submission's start
   const start = new Float64Array(N);
-  const svc = new Float64Array(N);
   const subAt = new Float64Array(N);
   const list = new Int32Array(N);
   let len = 0;
@@ -174,8 +173,7 @@ export function simulate(cfg: SimConfig): SimStats {
     subAt[r] = t - submitNs;
     issue[r] = t;
     start[r] = t;
-    svc[r] = cfg.devices[d]!.fD.at(uD());
-    done[r] = t + svc[r]!;
+    done[r] = t + cfg.devices[d]!.fD.at(uD());
     found[r] = 0;
     slept[r] = 0;
     list[len++] = r;
