@@ -1,14 +1,16 @@
 // CPU cost of the poller model at depth per collection: 64 devices (one ring each), every one
-// evaluated with evaluatePoller (the what-if table, best, oracle and the current state under the
-// kernel's own rule), against today's QD1 model on the same inputs (CostModel + evaluatePolicies +
-// the current outcome). Runs are paired (A B A B …); the figures are medians over the pairs of
+// analysed as analyseAtDepth does (deviceTimeAtDepth's correction of F_D toward a measured rq_lat,
+// for a mean depth ≥ 1.5, then evaluatePoller: the what-if table, best, oracle and the current state
+// under the kernel's own rule), against today's QD1 model on the same inputs (CostModel +
+// evaluatePolicies + the current outcome). Runs are paired (A B A B …); the figures are medians over the pairs of
 // process CPU time (user + system) per device per collection.
 //   npx tsx bench/model-depth/run.ts [--devices 64] [--pairs 7] [--ios 2000] [--era iouring_70]
 // A calibration loop (1e8 additions) is timed before and after: compare it between runs (a
 // loaded machine inflates it and every other figure alike).
 import { parseArgs } from 'node:util';
 import { bucketOf } from '../../src/model/buckets.js';
-import { distFromMasses, scaledToMean } from '../../src/model/dist.js';
+import { deviceTimeAtDepth } from '../../src/model/depth.js';
+import { distFromMasses, mean, scaledToMean } from '../../src/model/dist.js';
 import { CostModel, evaluatePolicies } from '../../src/model/policies.js';
 import { evaluatePoller, type PollerEra, type PollerInput } from '../../src/model/poller/index.js';
 import type { Dist } from '../../src/model/types.js';
@@ -68,8 +70,20 @@ const calibrate = () => cpuMs(() => {
   if (x < 0) console.log(x);
 });
 
+/** analyseAtDepth's F_D correction: toward an rq_lat 20 % above E[D] (the poller's own queueing) */
+const correct = (inp: PollerInput): PollerInput => {
+  const meanDepth = inp.depth.reduce((x, [n, w]) => x + n * w, 0) / inp.depth.reduce((x, [, w]) => x + w, 0);
+  if (meanDepth < 1.5 || inp.era === 'blkmq_sync') return inp;
+  const d = inp.devices[0]!;
+  const { fD } = deviceTimeAtDepth({
+    era: inp.era, depth: Math.round(meanDepth), fD: d.fD, fO: inp.fO, sleepOnCpuNs: 0, switchCostNs: inp.switchCostNs,
+    submission: inp.submission, rule: { kind: 'ring_min' }, targetNs: 1.2 * mean(d.fD),
+  });
+  return { ...inp, devices: [{ ...d, fD }] };
+};
+const analyse = (inp: PollerInput) => evaluatePoller(correct(inp));
 const depthModel = () => {
-  for (const inp of inputs) evaluatePoller(inp);
+  for (const inp of inputs) analyse(inp);
 };
 const qd1Model = () => {
   for (const inp of inputs) {
@@ -84,7 +98,8 @@ depthModel(); // the first collection also compiles the code: reported apart
 qd1Model();
 const a: number[] = [];
 const b: number[] = [];
-const first = cpuMs(() => evaluatePoller({ ...inputs[3]!, sim: { seed: 999, ios } }));
+const first = cpuMs(() => analyse({ ...inputs[3]!, sim: { seed: 999, ios } }));
+const corrections = cpuMs(() => inputs.forEach(correct)) / nDev;
 for (let p = 0; p < pairs; p++) {
   a.push(cpuMs(depthModel) / nDev);
   b.push(cpuMs(qd1Model) / nDev);
@@ -93,12 +108,13 @@ const calAfter = calibrate();
 const med = (x: number[]) => [...x].sort((u, v) => u - v)[Math.floor(x.length / 2)]!;
 const perDepth = DEPTHS.map((d, k) => {
   const sel = inputs.filter((_, i) => i % DEPTHS.length === k);
-  const ms = cpuMs(() => sel.forEach((inp) => evaluatePoller(inp))) / sel.length;
+  const ms = cpuMs(() => sel.forEach(analyse)) / sel.length;
   return `${d.map(([n]) => n).join('+')}: ${ms.toFixed(2)}`;
 });
 console.log(`${nDev} devices, era ${era}, ${ios} simulated I/Os per poller, ${pairs} pairs (A = poller model, B = QD1 model)`);
 console.log(`CPU ms per device per collection: A median ${med(a).toFixed(2)} (min ${Math.min(...a).toFixed(2)}, max ${Math.max(...a).toFixed(2)}); B median ${med(b).toFixed(3)}`);
 console.log(`CPU ms per collection at ${nDev} devices: A ${(med(a) * nDev).toFixed(0)}, B ${(med(b) * nDev).toFixed(1)}`);
 console.log(`A per device by depth (ms, one pass): ${perDepth.join('; ')}`);
+console.log(`of A, the F_D correction alone (one pass): ${corrections.toFixed(2)} ms per device`);
 console.log(`one cold-ish evaluation after warm-up (depth 64, new seed): ${first.toFixed(2)} ms`);
 console.log(`calibration (1e8 additions): ${calBefore.toFixed(0)} ms before, ${calAfter.toFixed(0)} ms after`);
