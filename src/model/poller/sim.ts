@@ -54,7 +54,7 @@ export interface SimDeviceStats {
   /**
    * the request's start time → its completion at the end of the finding poll call: what the BPF
    * rq_lat (hybridpoll_io_latency_seconds) measures. The start is the issue, or in a plugged
-   * submission the plug's cached time, the first request's (see `plugged`).
+   * submission the plug's cached time, the first request's (see `refill`).
    */
   rqLatNs: number;
 }
@@ -129,9 +129,8 @@ export function simulate(cfg: SimConfig): SimStats {
   const found = new Uint8Array(N);
   const slept = new Uint8Array(N);
   const foundAt = new Float64Array(N);
-  // rq_lat's start (the plug's cached time or the issue), the submission's start
+  // rq_lat's start (the plug's cached time or the issue)
   const start = new Float64Array(N);
-  const subAt = new Float64Array(N);
   const list = new Int32Array(N);
   let len = 0;
   const freeSlots: number[] = Array.from({ length: N }, (_, i) => N - 1 - i);
@@ -170,7 +169,6 @@ export function simulate(cfg: SimConfig): SimStats {
     while (d < nDev - 1 && u >= cumShare[d]!) d++;
     const r = freeSlots.pop()!;
     dev[r] = d;
-    subAt[r] = t - submitNs;
     issue[r] = t;
     start[r] = t;
     done[r] = t + cfg.devices[d]!.fD.at(uD());
@@ -354,7 +352,7 @@ export function simulate(cfg: SimConfig): SimStats {
       newly += look(q);
       if (rule.kind === 'ring_min') {
         // iopoll_start is stamped at the start of the submission, before the bio goes out
-        const runtime = t - subAt[r]! - s;
+        const runtime = t - (issue[r]! - submitNs) - s;
         if (runtime < est) est = runtime;
       }
       if (newly > 0 || found[r]) break;
