@@ -134,8 +134,12 @@ export function simulate(cfg: SimConfig): SimStats {
   const list = new Int32Array(N);
   let len = 0;
   const freeSlots: number[] = Array.from({ length: N }, (_, i) => N - 1 - i);
-  // earliest unfound completion per queue (one poll queue per device for this poller)
+  // earliest unfound completion per queue (one poll queue per device for this poller), the top of
+  // that queue's min-heap of unfound requests on their completion time: a look pops what has
+  // completed instead of scanning every request in flight
   const nextQ = new Float64Array(nDev).fill(Infinity);
+  const heap = Array.from({ length: nDev }, () => new Int32Array(N));
+  const heapLen = new Int32Array(nDev);
   const visited = new Uint8Array(nDev);
   const reapMark = new Uint8Array(N);
   const hits = new Int32Array(N);
@@ -153,13 +157,40 @@ export function simulate(cfg: SimConfig): SimStats {
   const batchSize = Math.max(1, Math.floor(cfg.ios / BATCHES));
   let batchStartCpu = 0;
 
-  const recomputeQ = (q: number) => {
-    let m = Infinity;
-    for (let i = 0; i < len; i++) {
-      const r = list[i]!;
-      if (dev[r] === q && !found[r] && done[r]! < m) m = done[r]!;
+  const heapPush = (q: number, r: number) => {
+    const h = heap[q]!;
+    const v = done[r]!;
+    let i = heapLen[q]!++;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (done[h[p]!]! <= v) break;
+      h[i] = h[p]!;
+      i = p;
     }
-    nextQ[q] = m;
+    h[i] = r;
+    nextQ[q] = done[h[0]!]!;
+  };
+
+  const heapPop = (q: number): number => {
+    const h = heap[q]!;
+    const top = h[0]!;
+    const n = --heapLen[q]!;
+    if (n > 0) {
+      const last = h[n]!;
+      const v = done[last]!;
+      let i = 0;
+      for (;;) {
+        let c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && done[h[c + 1]!]! < done[h[c]!]!) c++;
+        if (!(done[h[c]!]! < v)) break;
+        h[i] = h[c]!;
+        i = c;
+      }
+      h[i] = last;
+    }
+    nextQ[q] = n > 0 ? done[h[0]!]! : Infinity;
+    return top;
   };
 
   const submit = (): number => {
@@ -175,7 +206,7 @@ export function simulate(cfg: SimConfig): SimStats {
     found[r] = 0;
     slept[r] = 0;
     list[len++] = r;
-    if (done[r]! < nextQ[d]!) nextQ[d] = done[r]!;
+    heapPush(d, r);
     return r;
   };
 
@@ -197,16 +228,12 @@ export function simulate(cfg: SimConfig): SimStats {
 
   /** One look at queue q at time t: marks what completed; returns how many. */
   const look = (q: number): number => {
-    if (!(nextQ[q]! <= t)) return 0;
     let n = 0;
-    for (let i = 0; i < len; i++) {
-      const r = list[i]!;
-      if (dev[r] === q && !found[r] && done[r]! <= t) {
-        found[r] = 1;
-        hits[n++] = r;
-      }
+    while (nextQ[q]! <= t) {
+      const r = heapPop(q);
+      found[r] = 1;
+      hits[n++] = r;
     }
-    recomputeQ(q);
     if (!n) return 0;
     if (lookNs > 0 || lookPerIoNs > 0) {
       // the finding call's own time, on CPU: its requests complete (and are found) at its end
