@@ -63,7 +63,7 @@ export function modelFamilies(snap: Snapshot): MetricFamily[] {
       'Modelled mean completion latency (issue to reaped) per I/O under each policy.',
       (x) => s(x.p.latencyNs)),
     perPolicy('policy_cpu_share_ratio',
-      'Share of one core the poller would spend under each policy (poll-loop CPU over the poller\'s wall time) at its measured queue depth (hybridpoll_model_in_flight_ios); 1 for classic polling. The figure the hybrid-polling patch discussions compare.',
+      'Share of one core the poller would spend under each policy (poll-loop CPU over the poller\'s wall time) at its measured queue depth (hybridpoll_model_in_flight_ios); 1 for classic polling from the issue on, less where the loop starts later (fentry path). The figure the hybrid-polling patch discussions compare.',
       (x) => x.p.cpuShare),
     family('model_cpu_error_ratio', 'gauge',
       'Self-check of the model: modelled CPU per I/O at the current sleep / measured CPU per I/O - 1. Near 0 is good; large values mean the model\'s assumptions do not hold here (src/model/README.md: one poller per device, independent device times, a closed loop at the measured depth).',

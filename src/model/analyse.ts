@@ -10,7 +10,7 @@ import { estimateDeviceTime } from './censored.js';
 import { CostModel, evaluatePolicies, policySleep, WorstCase, type UnresolvedAtom } from './policies.js';
 import type { AnalyseOptions, CurrentPolicy, CurrentState, DepthState, DeviceTimeSource, DeviceWindow, Dist, Measured, ModelTarget, OversleepCheck, UnresolvedBound } from './types.js';
 import { Accumulator, totalsDelta } from './window.js';
-import { analyseAtDepth, DEPTH_THRESHOLD, meanInFlight, pollerCosts, pollerEra } from './depth.js';
+import { analyseAtDepth, DEPTH_THRESHOLD, meanInFlight, pollerCosts, pollerEra, type PollerCosts } from './depth.js';
 
 /** c_sw when it cannot be measured: the on-CPU cost of an hrtimer sleep plus a context switch pair on current x86 (design.md §5 anchor). */
 export const DEFAULT_SWITCH_COST_NS = 1500;
@@ -139,9 +139,29 @@ function chargesWakeLatency(era: Era): boolean {
 function wakeOverhead(h: BucketHist | undefined): Dist | undefined {
   if (!h || !(h.count > 0)) return undefined;
   const d = calibratedDist(h);
-  const offset = h.aux1 > 0 ? h.aux0 / h.aux1 : 0;
-  if (!d || !(offset > 0) || !Number.isFinite(offset)) return d;
+  const offset = originOffset(h);
+  if (!d || offset === undefined) return d;
   return { pieces: d.pieces.map((q) => ({ lo: q.lo + offset, hi: q.hi + offset, p: q.p })) };
+}
+
+/** wake_ovh's aux: the mean stretch from D's origin to the sleep's start; undefined when not counted. */
+function originOffset(h: BucketHist | undefined): number | undefined {
+  const offset = h && h.aux1 > 0 ? h.aux0 / h.aux1 : 0;
+  return offset > 0 && Number.isFinite(offset) ? offset : undefined;
+}
+
+/**
+ * The QD1 model's L and R (CostModel) on the fentry path, where the measured spin is the poll loop:
+ * a classic loop starts polling L after D's origin, and every loop spends R per I/O on completions
+ * after its finding poll. L is the origin → sleep-start stretch of the slept I/Os (a hybrid loop
+ * arms its sleep at its first look, so this is the submission's rest and the waiting call's entry;
+ * it errs high by the few instructions from the loop's start to the timer); 0 without it. Only for
+ * F_D from found times, whose origin and end these are: rq_lat (allocation → reaped) holds the
+ * reaping already. The tracepoint path's spin is the whole busy window: neither applies.
+ */
+function loopCosts(w: DeviceWindow, source: DeviceTimeSource, costs: PollerCosts | undefined): { pollStartNs: number; loopReapNs: number } | undefined {
+  if (!costs || source === 'rq_lat') return undefined;
+  return { pollStartNs: originOffset(w.hists.wake_ovh) ?? 0, loopReapNs: costs.loopReapNs };
 }
 
 /** The policy the kernel runs, from era and setting, checked against whether anything was seen sleeping. */
@@ -180,10 +200,15 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
   const fO = wakeDist ?? atom(opts.defaultWakeOverheadNs ?? DEFAULT_WAKE_OVERHEAD_NS);
   const csw = switchCost(w, sleeps, opts.defaultSwitchCostNs ?? DEFAULT_SWITCH_COST_NS);
   const fixedSleepNs = w.ioPollDelay !== undefined && w.ioPollDelay > 0 ? w.ioPollDelay * 1000 : undefined;
+  const inFlight = meanInFlight(w.counters);
+  const costs = w.counters['gaps'] !== undefined ? pollerCosts(w.counters) : undefined;
+  const era = pollerEra(w.era, w.release);
+  const atDepth = inFlight !== undefined && inFlight >= DEPTH_THRESHOLD && era !== undefined;
   const m = new CostModel(dt.dist, fO, {
     switchCostNs: csw.ns,
     latencyBudget: opts.latencyBudget,
     ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}),
+    ...(!atDepth ? loopCosts(w, dt.source, costs) : {}),
   });
   const qd1Policies = evaluatePolicies(m);
 
@@ -205,14 +230,11 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
   }
 
   // At depth the table, best, oracle and current state are the poller model's (depth.ts); at QD1
-  // (or where the loader does not count the depth) today's closed forms, unchanged.
+  // (or where the loader does not count the depth) the closed forms, with L and R where measured.
   let policies = qd1Policies;
-  let classicCpuNs = m.meanD;
+  let classicCpuNs = m.cpu(0);
   let depth: DepthState | undefined;
-  const inFlight = meanInFlight(w.counters);
-  const costs = w.counters['gaps'] !== undefined ? pollerCosts(w.counters) : undefined;
-  const era = pollerEra(w.era, w.release);
-  if (inFlight !== undefined && inFlight >= DEPTH_THRESHOLD && era) {
+  if (atDepth) {
     // the simulation places each sleep itself: F_O from the sleep's start, and the on-CPU part of
     // c_sw before it (c_sw less the wake latency it holds where the era charges it) as wall time
     const wakeLatNs = chargesWakeLatency(w.era) && w.hists.wake_lat && w.hists.wake_lat.count > 0 ? w.hists.wake_lat.sumNs / w.hists.wake_lat.count : 0;

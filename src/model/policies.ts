@@ -1,8 +1,13 @@
 // The QD1 cost model of design.md §5 and every policy evaluated on the same F_D, F_O and c_sw:
-//   spin(s)    = E[max(0, D − s − O)]  (s > 0);  spin(0) = E[D]
+//   spin(s)    = E[max(0, D − s − O)] + R  (s > 0);  spin(0) = E[max(0, D − L)] + R
 //   cpu(s)     = spin(s) + c_sw·[s > 0]
+// with the poller's measured costs around the wait where the loader times them (fentry path; both
+// 0 elsewhere, which is design.md's form): L, D's origin → the first look of a loop that does not
+// sleep (the rest of the submission, on CPU but outside the poll loop), and R, per I/O, the
+// completion work inside the loop after the poll that found it (in the measured spin).
 //   late(s)    = E[max(0, s + O − D)]
 //   latency(s) = E[max(D, s + O)] = E[D] + late(s)
+//   cpuShare   = cpu(s) / (latency(s) + R), the poller's share of an I/O's cycle
 import { expectPositive, mean, PositivePart, restrictAbove, supportMin, totalMass } from './dist.js';
 import { POLICIES, type Dist, type PolicyName, type PolicyOutcome } from './types.js';
 
@@ -13,6 +18,10 @@ export interface ModelParams {
   latencyBudget: number;
   /** blkmq_fixed: io_poll_delay in ns; without it the policy is left out of the table */
   fixedSleepNs?: number;
+  /** L: D's origin → the first look of a classic loop, ns (default 0) */
+  pollStartNs?: number;
+  /** R: per I/O, the loop's completion work after the finding poll, ns (default 0) */
+  loopReapNs?: number;
 }
 
 /** Outcome fields without the policy name (the current, measured state uses this too). */
@@ -27,6 +36,11 @@ export class CostModel {
   readonly budgetNs: number;
   /** D − O, prepared once: every policy and every step of the best_static search evaluates it */
   private readonly dMinusO: PositivePart;
+  /** L and R (ModelParams), 0 when not given */
+  readonly pollStartNs: number;
+  readonly loopReapNs: number;
+  /** E[(D − L)⁺]: a classic loop's spin before R */
+  readonly classicSpinNs: number;
 
   constructor(
     readonly fD: Dist,
@@ -43,10 +57,13 @@ export class CostModel {
       { dist: fD, sign: 1 },
       { dist: fO, sign: -1 },
     ]);
+    this.pollStartNs = nonNegative(params.pollStartNs, 'pollStartNs');
+    this.loopReapNs = nonNegative(params.loopReapNs, 'loopReapNs');
+    this.classicSpinNs = this.pollStartNs > 0 ? expectPositive([{ dist: fD, sign: 1 }], -this.pollStartNs, 1) : this.meanD;
   }
 
   spin(s: number): number {
-    return s > 0 ? this.dMinusO.at(-s, 1) : this.meanD;
+    return (s > 0 ? this.dMinusO.at(-s, 1) : this.classicSpinNs) + this.loopReapNs;
   }
 
   cpu(s: number): number {
@@ -56,7 +73,7 @@ export class CostModel {
   late(s: number): number {
     // E[(s + O − D)⁺] = E[(D − O − s)⁺] − (E[D] − E[O] − s): one expectation serves both.
     if (!(s > 0)) return 0;
-    return this.noiseFree(this.spin(s) - (this.meanD - this.meanO - s));
+    return this.noiseFree(this.dMinusO.at(-s, 1) - (this.meanD - this.meanO - s));
   }
 
   /** Rounding residue of a difference of ~E[D]-sized terms reads as 0 (and never negative). */
@@ -84,7 +101,7 @@ export class CostModel {
       cpuNs,
       lateNs,
       latencyNs,
-      cpuShare: cpuNs / latencyNs,
+      cpuShare: cpuNs / (latencyNs + this.loopReapNs),
       oversleepProbability: this.oversleepProbability(s),
       meetsBudget: lateNs <= this.budgetNs * (1 + 1e-9),
     };
@@ -104,7 +121,7 @@ export class CostModel {
     const spinSlept = dMinusOMinusS.at(0, 1);
     const meanS = mean(fS);
     const lateSlept = this.noiseFree(spinSlept - (this.meanD - this.meanO - meanS));
-    const spinNs = (1 - slept) * this.meanD + slept * spinSlept;
+    const spinNs = (1 - slept) * this.classicSpinNs + slept * spinSlept + this.loopReapNs;
     const cpuNs = spinNs + slept * this.params.switchCostNs;
     const lateNs = slept * lateSlept;
     const latencyNs = this.meanD + lateNs;
@@ -114,11 +131,17 @@ export class CostModel {
       cpuNs,
       lateNs,
       latencyNs,
-      cpuShare: cpuNs / latencyNs,
+      cpuShare: cpuNs / (latencyNs + this.loopReapNs),
       oversleepProbability: slept * (1 - dMinusOMinusS.at(0, 0)),
       meetsBudget: lateNs <= this.budgetNs * (1 + 1e-9),
     };
   }
+}
+
+function nonNegative(v: number | undefined, what: string): number {
+  if (v === undefined) return 0;
+  if (!(Number.isFinite(v) && v >= 0)) throw new Error(`CostModel: ${what} must be a finite number ≥ 0 (got ${v})`);
+  return v;
 }
 
 /** Bisection on a monotone predicate over [lo, hi]: the boundary where pred turns false. */
@@ -147,7 +170,7 @@ export function bestStaticSleep(m: CostModel): number {
   const floor = m.spin(sMax);
   const sBest = boundary(0, sMax, (s) => s === 0 || m.spin(s) > floor + tiny);
   const s = Math.min(sMax, sBest + tiny);
-  return m.cpu(s) < m.meanD ? s : 0;
+  return m.cpu(s) < m.cpu(0) ? s : 0;
 }
 
 /** A point mass of F_D the data cannot place: I/Os complete at wake-up, put at their found time. */
@@ -186,9 +209,9 @@ export class WorstCase {
     return s > 0 ? this.m.late(s) + this.shift(s) : 0;
   }
 
-  /** CPU saved against classic polling: E[D] − cpu(s) in the worst case */
+  /** CPU saved against classic polling: cpu(0) − cpu(s) in the worst case */
   saving(s: number): number {
-    return s > 0 ? this.m.meanD - this.m.cpu(s) - this.shift(s) : 0;
+    return s > 0 ? this.m.cpu(0) - this.m.cpu(s) - this.shift(s) : 0;
   }
 
   /**
@@ -223,16 +246,16 @@ export function iouringHalfMinSleep(m: CostModel): number {
 }
 
 /**
- * oracle: per I/O, knowing D and O, sleep s = D − O (spin 0, pay c_sw) or do not sleep (pay D),
- * whichever is cheaper: cpu = E[min(D, c_sw)]. When D ≤ O a sleep is late by O − D. A floor in cpu
- * for every static policy, not bound by the latency budget.
+ * oracle: per I/O, knowing D and O, sleep s = D − O (spin 0, pay c_sw) or do not sleep (pay
+ * (D − L)⁺), whichever is cheaper: cpu = E[min((D − L)⁺, c_sw)] + R. When D ≤ O a sleep is late by
+ * O − D. A floor in cpu for every static policy, not bound by the latency budget.
  */
 function oracleOutcome(m: CostModel): Outcome {
   const c = m.params.switchCostNs;
-  const dSleeps = restrictAbove(m.fD, c); // the I/Os the oracle sleeps for
+  const dSleeps = restrictAbove(m.fD, c + m.pollStartNs); // the I/Os the oracle sleeps for
   const pSleeps = totalMass(dSleeps);
-  const excessOverC = expectPositive([{ dist: m.fD, sign: 1 }], -c, 1);
-  const cpuNs = m.meanD - excessOverC; // E[min(D, c)]
+  const excessOverC = expectPositive([{ dist: m.fD, sign: 1 }], -(c + m.pollStartNs), 1);
+  const cpuNs = m.classicSpinNs - excessOverC + m.loopReapNs; // E[min((D − L)⁺, c)] + R
   const sleepsMinusO = new PositivePart([{ dist: dSleeps, sign: 1 }, { dist: m.fO, sign: -1 }]);
   const sleepNs = sleepsMinusO.at(0, 1);
   const lateNs = expectPositive([{ dist: m.fO, sign: 1 }, { dist: dSleeps, sign: -1 }], 0, 1);
@@ -243,7 +266,7 @@ function oracleOutcome(m: CostModel): Outcome {
     cpuNs,
     lateNs,
     latencyNs,
-    cpuShare: cpuNs / latencyNs,
+    cpuShare: cpuNs / (latencyNs + m.loopReapNs),
     oversleepProbability: pSleeps - sleepsMinusO.at(0, 0),
     meetsBudget: lateNs <= m.budgetNs * (1 + 1e-9),
   };

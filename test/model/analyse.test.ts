@@ -5,7 +5,7 @@ import { bucketOf } from '../../src/model/buckets.js';
 import { analyse, analysePair, DEFAULT_SWITCH_COST_NS, detectPolicy } from '../../src/model/analyse.js';
 import type { DeviceWindow, ModelTarget } from '../../src/model/types.js';
 import type { SnapshotInputs } from '../../src/snapshot/types.js';
-import { histOf, normal, prng, simulatePoller, type PollerSim } from './helpers.js';
+import { histOf, normal, prng, REAP_NS, simulatePoller, type PollerSim } from './helpers.js';
 
 const OPTS = { latencyBudget: 0.01 };
 
@@ -13,6 +13,10 @@ function windowOf(sim: PollerSim, extra: Partial<DeviceWindow> = {}): DeviceWind
   const { hists, counters } = simulatePoller(sim);
   return { dev: '259:0', device: 'nvme0n1', seconds: 10, hists, counters, era: 'iouring_hybrid', ...extra };
 }
+
+/** A window as a loader without the poll-loop counters reports it (the tracepoint path's, or one from before them). */
+const withoutLoopCounters = (c: Record<string, number>) =>
+  Object.fromEntries(Object.entries(c).filter(([k]) => !['gaps', 'gap_ns', 'gap_k', 'gap_kk', 'gap_kns', 'lead_ns', 'leads', 'reap_ns', 'reaped'].includes(k)));
 
 const tight = (seed: number) => {
   const r = prng(seed);
@@ -22,7 +26,8 @@ const tight = (seed: number) => {
 describe('analyse: the seed-001 anchor through the whole pipeline', () => {
   it('reports ≈55% CPU for ½ mean and ≈30% for ¾ mean from bucketed data', () => {
     // The kernel sleeps ½ mean; the model sees only what BPF reports, on the 4-per-octave grid.
-    const t = analyse(windowOf({ n: 50_000, ...tight(1), sleepNs: 5000, cswNs: 1500 }, { era: 'blkmq_hybrid', ioPollDelay: 0 }), OPTS)!;
+    // (5.10: the tracepoint path, so design.md's form: no poll-loop costs)
+    const t = analyse(windowOf({ n: 50_000, ...tight(1), sleepNs: 5000, cswNs: 1500, tracepoint: true }, { era: 'blkmq_hybrid', ioPollDelay: 0 }), OPTS)!;
     const share = (p: string) => t.policies.find((r) => r.policy === p)!.cpuShare;
     // Stated tolerance: ±2 points. The grid's 20%-wide buckets around 10 µs shift E[D] by a few %.
     expect(Math.abs(share('blkmq_half_mean') - 0.55)).toBeLessThan(0.02);
@@ -80,6 +85,27 @@ describe('analyse', () => {
     const old = analyse(windowOf({ ...sim, withoutOffset: true }, ctx), OPTS)!;
     expect(old.wakeOverhead.meanNs).toBeCloseTo(1000, -1);
     expect(old.current.outcome.cpuNs - old.measured!.cpuPerIoNs).toBeGreaterThan(0.8 * 1500);
+  });
+
+  it('fentry path: a classic loop starts polling L after D\'s origin and every loop reaps R per I/O in its spin; the hybrid-fed model predicts the classic run', () => {
+    // the loop starts 2 µs after the issue (the submission's rest, the waiting call's entry); the
+    // hybrid loop arms its sleep there, the classic one polls from there
+    const hybrid = { n: 50_000, ...tight(7), sleepNs: 5000, cswNs: 1500, offsetNs: 2000 };
+    const t = analyse(windowOf(hybrid), OPTS)!;
+    const classicRun = analyse(windowOf({ ...hybrid, sleepNs: 0 }), OPTS)!;
+    const grid = (2 / 9 / 8) * t.deviceTime.meanNs;
+    const classicRow = t.policies.find((r) => r.policy === 'classic')!;
+    expect(classicRun.measured!.cpuPerIoNs).toBeCloseTo(10_000 - 2000 + REAP_NS, -2);
+    expect(Math.abs(classicRow.cpuNs - classicRun.measured!.cpuPerIoNs)).toBeLessThan(grid);
+    expect(Math.abs(t.current.outcome.cpuNs - t.measured!.cpuPerIoNs)).toBeLessThan(grid);
+    expect(classicRow.cpuShare).toBeLessThan(1);
+    // wasted CPU is measured − best: R is in both, so it is not counted as waste
+    const best = t.policies.find((r) => r.policy === 'best_static')!;
+    expect(best.spinNs).toBeGreaterThanOrEqual(REAP_NS);
+    // the same windows without the loop's costs (design.md's form): classic high by L − R, self-check low by R
+    const plain = analyse({ ...windowOf(hybrid), counters: withoutLoopCounters(windowOf(hybrid).counters) }, OPTS)!;
+    expect(plain.policies.find((r) => r.policy === 'classic')!.cpuNs - classicRun.measured!.cpuPerIoNs).toBeGreaterThan(2000 - REAP_NS - grid);
+    expect(t.measured!.cpuPerIoNs - plain.current.outcome.cpuNs).toBeGreaterThan(REAP_NS - grid);
   });
 
   it('reports oversleep when the kernel sleeps past the device time', () => {

@@ -59,32 +59,41 @@ export interface PollerSim {
    */
   offsetNs?: number;
   withoutOffset?: boolean;
+  /** the tracepoint path's window (5.10's, or a kernel that refuses fentry): no poll-loop counters and no REAP_NS apart in the spin */
+  tracepoint?: boolean;
 }
 
 /**
  * A QD1 hybrid poller simulated I/O by I/O, producing what the BPF collector reports for one
- * device over an interval: the histograms (non-cumulative) and counters. The timeline per I/O:
- * sleep s (on-CPU c_sw, off-CPU s + O), then spin until the device completes at D.
+ * device over an interval: the histograms (non-cumulative) and counters. The timeline per I/O, from
+ * D's origin: the poll loop starts `offsetNs` later; it sleeps s (on-CPU c_sw, off-CPU s + O), or
+ * not at all, then spins until the device completes at D, then spends REAP_NS on the completion
+ * (in the spin, as the fentry path measures it).
  */
+/** the loop's completion work per I/O after the finding poll (reap_ns / reaped) */
+export const REAP_NS = 300;
+
 export function simulatePoller(sim: PollerSim): { hists: Record<string, BucketHist>; counters: Record<string, number> } {
   const v: Record<string, number[]> = { rq_lat: [], spin: [], iopoll: [], sleep_req: [], offcpu: [], wake_ovh: [], dev_spun: [], found_slept: [] };
   const a = sim.offsetNs ?? 0;
+  const reap = sim.tracepoint ? 0 : REAP_NS;
   let overslept = 0;
   let spun = 0;
   let spinNs = 0;
   for (let k = 0; k < sim.n; k++) {
     const D = Math.max(1, Math.round(sim.D()));
     if (sim.sleepNs <= 0) {
+      const spin = Math.max(0, D - a) + reap;
       v.rq_lat!.push(D);
-      v.spin!.push(D);
-      v.iopoll!.push(D);
-      spinNs += D;
+      v.spin!.push(spin);
+      v.iopoll!.push(spin);
+      spinNs += spin;
       continue;
     }
     const O = Math.max(0, Math.round(sim.O()));
     // back on CPU, from D's origin: the sleep starts a after it
     const wake = a + sim.sleepNs + O;
-    const spin = Math.max(0, D - wake);
+    const spin = Math.max(0, D - wake) + reap;
     v.sleep_req!.push(sim.sleepNs);
     v.offcpu!.push(sim.sleepNs + O);
     v.wake_ovh!.push(O);
@@ -113,8 +122,10 @@ export function simulatePoller(sim: PollerSim): { hists: Record<string, BucketHi
   return {
     hists,
     // one I/O in flight at every wait (QD1), as a loader that counts the depth reports it
-    counters: { polled_ios: sim.n, sleeps, overslept, spun, spin_ns: spinNs, sleep_ns: sleeps * sim.sleepNs, waits: sim.n, inflight_sum: sim.n,
+    counters: {
+      polled_ios: sim.n, sleeps, overslept, spun, spin_ns: spinNs, sleep_ns: sleeps * sim.sleepNs, waits: sim.n, inflight_sum: sim.n,
       // and 1 µs between loops, 0.5 µs of it after the issue, 0.3 µs of completion work in the loop (fentry-path counters)
-      gaps: sim.n, gap_ns: sim.n * 1000, gap_k: sim.n, gap_kk: sim.n, gap_kns: sim.n * 1000, lead_ns: sim.n * 500, leads: sim.n, reap_ns: sim.n * 300, reaped: sim.n },
+      ...(sim.tracepoint ? {} : { gaps: sim.n, gap_ns: sim.n * 1000, gap_k: sim.n, gap_kk: sim.n, gap_kns: sim.n * 1000, lead_ns: sim.n * 500, leads: sim.n, reap_ns: sim.n * REAP_NS, reaped: sim.n }),
+    },
   };
 }

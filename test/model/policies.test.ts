@@ -41,6 +41,30 @@ describe('closed forms, every policy', () => {
     });
   });
 
+  it('constant D = 10 µs, O = 1 µs, with the loop starting L = 2 µs after D\'s origin and R = 0.3 µs of reaping per I/O', () => {
+    // classic spins (D − L) + R; a sleep's spin is (D − s − O)⁺ + R; late and latency do not move
+    const m = new CostModel(atom(10_000), atom(1000), { switchCostNs: C_SW, latencyBudget: BUDGET, fixedSleepNs: FIXED, pollStartNs: 2000, loopReapNs: 300 });
+    check(new Map(evaluatePolicies(m).map((r) => [r.policy, r])), {
+      classic: { sleepNs: 0, spinNs: 8300, cpuNs: 8300, lateNs: 0, latencyNs: 10_000, meetsBudget: true },
+      blkmq_half_mean: { sleepNs: 5000, spinNs: 4300, cpuNs: 5800, lateNs: 0, latencyNs: 10_000 },
+      blkmq_fixed: { sleepNs: 4000, spinNs: 5300, cpuNs: 6800, lateNs: 0 },
+      three_quarter_mean: { sleepNs: 7500, spinNs: 1800, cpuNs: 3300, lateNs: 0 },
+      min_minus_wake: { sleepNs: 9000, spinNs: 300, cpuNs: 1800, lateNs: 0, oversleepProbability: 1 },
+      iouring_half_min: { sleepNs: 2500, spinNs: 6800, cpuNs: 8300, lateNs: 0 },
+      best_static: { sleepNs: 9000, spinNs: 300, cpuNs: 1800, lateNs: 0, meetsBudget: true },
+      // D − L = 8 µs > c_sw: the oracle sleeps every I/O
+      oracle: { sleepNs: 9000, spinNs: 300, cpuNs: 1800, lateNs: 0, latencyNs: 10_000 },
+    });
+    expect(m.outcome(0).cpuShare).toBeCloseTo(8300 / 10_300, 9);
+    // a loop that starts 8.6 µs late spins 1.4 µs: cheaper than any sleep, so classic is best and the oracle never sleeps
+    const late = new CostModel(atom(10_000), atom(1000), { switchCostNs: C_SW, latencyBudget: BUDGET, pollStartNs: 8600, loopReapNs: 300 });
+    const rows = new Map(evaluatePolicies(late).map((r) => [r.policy, r]));
+    expect(rows.get('best_static')).toMatchObject({ sleepNs: 0 });
+    expect(rows.get('best_static')!.cpuNs).toBeCloseTo(1700, 6);
+    expect(rows.get('oracle')!.cpuNs).toBeCloseTo(1700, 6);
+    expect(() => new CostModel(atom(10_000), atom(1000), { switchCostNs: C_SW, latencyBudget: BUDGET, loopReapNs: -1 })).toThrow(/loopReapNs/);
+  });
+
   it('uniform D on [8, 12] µs, O = 1 µs', () => {
     // X = D − O ~ U[7000, 11000]: spin(s) = 9000 − s (s ≤ 7000), (11000 − s)²/8000 above; late(s) = (s − 7000)²/8000
     const sBest = 7000 + Math.sqrt(100 * 8000); // late(s) = 1% of 10 µs
@@ -133,8 +157,10 @@ const modelArb = fc
     csw: fc.double({ min: 0, max: 6000, noNaN: true }),
     budget: fc.double({ min: 0.001, max: 0.3, noNaN: true }),
     fixed: fc.double({ min: 1, max: 100_000, noNaN: true }),
+    // the fentry path's L and R, or none (design.md's form)
+    loop: fc.option(fc.record({ pollStartNs: fc.double({ min: 0, max: 20_000, noNaN: true }), loopReapNs: fc.double({ min: 0, max: 5000, noNaN: true }) })),
   })
-  .map(({ fD, fO, csw, budget, fixed }) => new CostModel(fD, fO, { switchCostNs: csw, latencyBudget: budget, fixedSleepNs: fixed }));
+  .map(({ fD, fO, csw, budget, fixed, loop }) => new CostModel(fD, fO, { switchCostNs: csw, latencyBudget: budget, fixedSleepNs: fixed, ...(loop ?? {}) }));
 
 describe('properties', () => {
   it('oracle ≤ best_static ≤ every policy that meets the budget, in cpu', () => {

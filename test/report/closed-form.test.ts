@@ -21,6 +21,7 @@ import { bucketOf, lowerNs, upperNs } from '../../src/model/buckets.js';
 import type { ModelTarget } from '../../src/model/types.js';
 import type { Report } from '../../src/report/data.js';
 import { CLI } from '../helpers/exporter.js';
+import { REAP_NS } from '../model/helpers.js';
 import { CASES, cdfOf, closedForm, recordingOf, type Part } from './closedForm.js';
 
 const BUDGET = 0.01;
@@ -52,7 +53,7 @@ describe.skipIf(!built)('report on closed-form recordings', () => {
       const json = JSON.parse(report(file, 'json')) as Report;
       expect(json.devices).toHaveLength(1);
       const t: ModelTarget = json.devices[0]!.target;
-      const cf = closedForm(c.D, c.wakeNs, c.cswNs, BUDGET);
+      const cf = closedForm(c.D, c.wakeNs, c.cswNs, BUDGET, REAP_NS);
       const s = c.sleepNs;
       const O = c.wakeNs;
       const tol = (sleep: number) => tolAt(c.D, O, sleep + O);

@@ -112,15 +112,17 @@ export interface ClosedForm {
 }
 
 /**
- * Exact QD1 model: spin(s) = E[(D − s − O)⁺], late(s) = E[(s + O − D)⁺] = spin(s) − (E[D] − s − O).
- * best_static: late is non-decreasing and spin non-increasing, so the cheapest sleep within the
- * budget is the largest feasible one, or the smallest with the same spin (spin reaches 0 at
- * max D − O). Found here by bisection on the exact late(s).
+ * Exact QD1 model: spin(s) = E[(D − s − O)⁺] + R, late(s) = E[(s + O − D)⁺] = spin(s) − R − (E[D] − s − O),
+ * R the loop's completion work per I/O (in the measured spin). best_static: late is non-decreasing
+ * and spin non-increasing, so the cheapest sleep within the budget is the largest feasible one, or
+ * the smallest with the same spin (spin reaches R at max D − O). Found here by bisection on the
+ * exact late(s).
  */
-export function closedForm(D: Part[], O: number, csw: number, budget: number): ClosedForm {
+export function closedForm(D: Part[], O: number, csw: number, budget: number, reapNs = 0): ClosedForm {
   const meanD = meanOf(D);
-  const spin = (s: number) => (s > 0 ? excess(D, s + O) : meanD);
-  const late = (s: number) => (s > 0 ? Math.max(0, spin(s) - (meanD - s - O)) : 0);
+  const wait = (s: number) => (s > 0 ? excess(D, s + O) : meanD);
+  const spin = (s: number) => wait(s) + reapNs;
+  const late = (s: number) => (s > 0 ? Math.max(0, wait(s) - (meanD - s - O)) : 0);
   let lo = 0;
   let hi = meanD * 4;
   for (let k = 0; k < 200; k++) {
@@ -130,6 +132,6 @@ export function closedForm(D: Part[], O: number, csw: number, budget: number): C
   }
   const maxD = Math.max(...D.map((x) => x.hi));
   let best = Math.min(lo, Math.max(0, maxD - O));
-  if (spin(best) + csw >= meanD) best = 0;
+  if (wait(best) + csw >= meanD) best = 0;
   return { meanD, spin, cpu: (s) => spin(s) + (s > 0 ? csw : 0), late, overslept: (s) => (s > 0 ? cdfOf(D, s + O) : 0), best };
 }
