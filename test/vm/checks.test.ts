@@ -27,6 +27,10 @@ interface Exp {
   hptS?: number;
   measuredPerIo?: number;
   classicPerIo?: number;
+  /** the model's best static sleep and its CPU per I/O; the exporter's η (default 0.5; null: absent) */
+  optimalS?: number;
+  bestPerIo?: number;
+  eta?: number | null;
   pid?: number;
   /** spin after sleeps: seconds, loops */
   spinSlept?: [number, number];
@@ -59,9 +63,11 @@ function scrape(e: Exp): string {
     `hybridpoll_poll_offcpu_seconds_count${d} ${e.sleeps}`,
     `hybridpoll_poll_sleep_requested_seconds_sum${d} ${(e.reqMeanS ?? 0) * e.sleeps}`,
     `hybridpoll_poll_sleep_requested_seconds_count${d} ${e.sleeps}`,
-    `hybridpoll_sleep_efficiency_ratio${d} 0.5`,
     `hybridpoll_wasted_cpu_cores${d} 0.1`,
   ];
+  if (e.eta !== null) lines.push(`hybridpoll_sleep_efficiency_ratio${d} ${e.eta ?? 0.5}`);
+  if (e.optimalS !== undefined) lines.push(`hybridpoll_optimal_sleep_seconds${d} ${e.optimalS}`);
+  if (e.bestPerIo !== undefined) lines.push(`hybridpoll_policy_cpu_seconds_per_io{device="nvme0n1",policy="best_static"} ${e.bestPerIo}`);
   if (e.hptS !== undefined) lines.push(`hybridpoll_current_sleep_seconds${d} ${e.hptS / 2}`);
   if (e.spinSlept) lines.push(`hybridpoll_poll_spin_after_sleep_seconds_total${d} ${e.spinSlept[0]}`, `hybridpoll_poll_spin_after_sleep_total${d} ${e.spinSlept[1]}`);
   if (e.latS !== undefined) lines.push(`hybridpoll_io_latency_seconds_sum${d} ${e.latS * e.polled}`, `hybridpoll_io_latency_seconds_count${d} ${e.polled}`);
@@ -264,6 +270,20 @@ describe('check 5 (model)', () => {
     expect(find(old, 'queue depth').pass).toBe(false);
     expect(find(old, 'efficiency').skipped).toBeUndefined();
   });
+  it("checks the exporter's η against η from the two measured runs and the model's best (±10%), and skips it where η has no value", () => {
+    // classic run 50 µs/IO, hybrid run 40, the model's best 10: η = (50 − 40) / (50 − 10) = 0.25
+    const eta = (v: number | null, more: Partial<Exp> = {}, qd = 1) => find(check5(new SessionRuns(session([
+      run('fentry', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, measuredPerIo: 40e-6, bestPerIo: 10e-6, optimalS: 30e-6, eta: v, inFlight: qd, depth: qd > 1 ? 'simulation' : 'qd1', ...more }),
+      run('fentry', 'poll', driver('poll', 20_000, 8, 0), { polled: 20_000, sleeps: 0, spinS: 7, measuredPerIo: 50e-6 }),
+    ])), { ...SC, qd }), 'η');
+    expect(eta(0.26).pass).toBe(true); // +4%
+    expect(eta(0.26).measured).toMatch(/η 0\.260 vs \(classic run 50\.00 µs − hybrid run 40\.00 µs\)/);
+    expect(eta(0.373).pass).toBe(false); // +49%: the classic term without the loop's start and reaping
+    expect(eta(null).pass).toBe(false);
+    const none = eta(null, { optimalS: 0, bestPerIo: 40e-6 }, 4);
+    expect(none.skipped).toMatch(/best static sleep is 0/);
+  });
+
   it('is not gated on its premises: it shows them, and says when one is violated', () => {
     const c = find(mk({}), 'predicts classic');
     expect(c.skipped).toBeUndefined();

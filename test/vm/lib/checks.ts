@@ -402,6 +402,16 @@ function check5Rows(s: SessionRuns, sc: Scenario): CheckResult[] {
     const err = relErr(r.exporter?.modelMeanDeviceTime, r.device?.serviceMean);
     return { err, text: `model E[D] ${us(r.exporter?.modelMeanDeviceTime)} vs device mean ${us(r.device?.serviceMean)} (${pct(err)})` };
   }, BOUNDS.model);
+  // η from the two measured runs (the exporter's CPU per I/O on each, one clock) and the model's
+  // best: what the exporter's η must be if its classic and current terms are right
+  const eta = paired(pairs, (hy, c) => {
+    const cls = c.exporter?.measuredCpuPerIo;
+    const cur = hy.exporter?.measuredCpuPerIo;
+    const best = hy.exporter?.modelBestCpuPerIo;
+    return relErr(hy.exporter?.efficiency, cls !== undefined && cur !== undefined && best !== undefined ? (cls - cur) / (cls - best) : undefined);
+  }, BOUNDS.model);
+  const etaDetail = pairs.map(([hy, c]) => `η ${num(hy.exporter?.efficiency, 3)} vs (classic run ${us(c.exporter?.measuredCpuPerIo)} − hybrid run ${us(hy.exporter?.measuredCpuPerIo)}) / (classic run − model best ${us(hy.exporter?.modelBestCpuPerIo)}) per I/O`).join('; ');
+  const noEta = h.length > 0 && h.every((r) => r.exporter?.efficiency === undefined && r.exporter?.optimalSleep === 0);
   const reported = h.map((r) => `efficiency ${num(r.exporter?.efficiency, 3)}, wasted ${num(r.exporter?.wastedCores, 4)} cores, sleep ${us(r.exporter?.currentSleep)} vs optimal ${us(r.exporter?.optimalSleep)}`);
   const finite = (x: number | undefined) => x !== undefined && Number.isFinite(x);
   // η = (cpu(0) − cpu(current)) / (cpu(0) − cpu(best)) has no value when the best static sleep is 0
@@ -411,6 +421,10 @@ function check5Rows(s: SessionRuns, sc: Scenario): CheckResult[] {
     { id: '5 self-check', scenario: sc.id, title: 'model reproduces the hybrid run it was fed (self-check)', measured: self.measured, bound: `±${BOUNDS.model * 100}%`, pass: self.pass },
     { id: '5 device time', scenario: sc.id, title: "model's mean device time vs the device's own", measured: meanD.measured, bound: `±${BOUNDS.model * 100}%`, pass: meanD.pass },
     { id: '5 model', scenario: sc.id, title: 'model (fed hybrid) predicts classic CPU per I/O', measured: `${detail}: ${pred.measured}`, bound: `±${BOUNDS.model * 100}%`, pass: pred.pass },
+    {
+      id: '5 efficiency', scenario: sc.id, title: "exporter's η vs η from the measured classic and hybrid runs (the model's best)", measured: `${etaDetail}: ${eta.measured}`, bound: `±${BOUNDS.model * 100}%`, pass: eta.pass,
+      ...(noEta ? { skipped: 'premise: the best static sleep is 0, so η = 0/0 has no value (the exporter leaves it out)' } : {}),
+    },
     { id: '5 reports', scenario: sc.id, title: 'model reports efficiency and wasted CPU', measured: reported.join('; ') || 'no runs', bound: 'wasted finite; efficiency finite, or absent with optimal sleep 0', pass: h.length > 0 && h.every((r) => efficiencyShown(r) && finite(r.exporter?.wastedCores)) },
   ];
 }

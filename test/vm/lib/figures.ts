@@ -29,6 +29,8 @@ export interface ExporterFigures {
   /** model gauges after the run (window = this run: the exporter was started for it) */
   measuredCpuPerIo: number | undefined;
   modelClassicCpuPerIo: number | undefined;
+  /** the model's CPU per I/O at the best static sleep */
+  modelBestCpuPerIo: number | undefined;
   efficiency: number | undefined;
   wastedCores: number | undefined;
   /** the sleep the model's iouring_half_min policy predicts for the kernel */
@@ -188,6 +190,7 @@ export function exporterFigures(r: RunRecord, majmin?: string): ExporterFigures 
     ioLatency: histDelta(b, a, 'hybridpoll_io_latency_seconds', dev),
     measuredCpuPerIo: value(a, 'hybridpoll_measured_cpu_seconds_per_io', dev),
     modelClassicCpuPerIo: value(a, 'hybridpoll_policy_cpu_seconds_per_io', { ...dev, policy: 'classic' }),
+    modelBestCpuPerIo: value(a, 'hybridpoll_policy_cpu_seconds_per_io', { ...dev, policy: 'best_static' }),
     efficiency: value(a, 'hybridpoll_sleep_efficiency_ratio', dev),
     wastedCores: value(a, 'hybridpoll_wasted_cpu_cores', dev),
     modelSelfError: value(a, 'hybridpoll_model_cpu_error_ratio', dev),
