@@ -53,10 +53,6 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
     cause: `the classic prediction from the hybrid run reads −9.8 … −10.2 % in five CI boots (2.21 vs 2.46 µs/IO), at its bound; QD64 +2.0 … +3.0 % passes. The reference, the classic run's wait phase, holds the syscall residue and the loop-edge BPF (0.39 µs/IO at QD16), for which the model has no term; against the classic run's spin alone it reads +6.8 %. And it rests on the shifted F_D (${DEPTH_FD})`,
   },
   {
-    id: '5 self-check', scenario: /^qd1-fixed50$/,
-    cause: 'since the origin fix (F_O from D\'s origin) −8.8 % in one CI boot, inside the bound but near it: the model\'s spin after the sleep equals the measured wake → found (31.35 vs 31.43 µs), but the fentry path\'s spin also holds the reaping after the found call (3.1 µs per I/O), for which the model has no term (src/model, issue 13). Across boots the run now repeats (49.36 / 49.35 µs of poller CPU per I/O since the lab waits out ring teardown and pins the poller)',
-  },
-  {
     id: 'S agreement', scenario: /^sampling qd1 hybrid$/, title: /^(optimal sleep|wasted CPU)/,
     cause: 'not sampling: the side-by-side loaders time each other. Nothing the hybrid model reads is sampled, yet on one run (CI, 01:22 on 2026-12-02) the unsampled spin read +7.4 % (N=16) and +3.7 % (N=64) against N=1\'s loader and the measured c_sw −21 % / −11 %: each loader\'s clock reads on the poll path also time the programs of the loaders attached beside it. Optimal sleep +6.0 % / +3.0 %, wasted CPU +7.6 % / +3.8 % follow it. Needs a control (two loaders at the same N) or sequential seeded runs (test/vm lab, issue 16)',
   },
