@@ -1,13 +1,13 @@
 // The QD1 cost model of design.md §5 and every policy evaluated on the same F_D, F_O and c_sw:
 //   spin(s)    = E[max(0, D − s − O)] + R  (s > 0);  spin(0) = E[max(0, D − L)] + R
 //   cpu(s)     = spin(s) + c_sw·[s > 0]
+//   late(s)    = E[max(0, s + O − D)]
+//   latency(s) = E[max(D, s + O)] = E[D] + late(s)
+//   cpuShare   = cpu(s) / (latency(s) + R), the poller's share of an I/O's cycle
 // with the poller's measured costs around the wait where the loader times them (fentry path; both
 // 0 elsewhere, which is design.md's form): L, D's origin → the first look of a loop that does not
 // sleep (the rest of the submission, on CPU but outside the poll loop), and R, per I/O, the
 // completion work inside the loop after the poll that found it (in the measured spin).
-//   late(s)    = E[max(0, s + O − D)]
-//   latency(s) = E[max(D, s + O)] = E[D] + late(s)
-//   cpuShare   = cpu(s) / (latency(s) + R), the poller's share of an I/O's cycle
 import { expectPositive, mean, PositivePart, restrictAbove, supportMin, totalMass } from './dist.js';
 import { POLICIES, type Dist, type PolicyName, type PolicyOutcome } from './types.js';
 
@@ -158,7 +158,7 @@ function boundary(lo: number, hi: number, pred: (s: number) => boolean): number 
  * best_static: argmin cpu(s) subject to late(s) ≤ budget·E[D]. spin is non-increasing and late
  * non-decreasing in s, so the cheapest feasible positive sleep is the largest feasible one; of the
  * sleeps with that same cpu the smallest is taken (least added latency). Classic (s = 0) wins when
- * sleeping cannot beat E[D] or no positive sleep meets the budget.
+ * sleeping cannot beat cpu(0) or no positive sleep meets the budget.
  */
 export function bestStaticSleep(m: CostModel): number {
   const feasible = (s: number) => m.late(s) <= m.budgetNs;
