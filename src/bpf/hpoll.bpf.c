@@ -829,8 +829,10 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	if (!sleepers && !busy_tasks)
 		return 0;
 	now = bpf_ktime_get_ns();
-	if (!preempt || busy_tasks) {
-		tid = RD(btf, prev, pid);
+	/* a CPU's idle task (pid 0) never polls: a sleeping poller's switch-out goes to it and its
+	 * switch-in comes from it, so skipping its lookup saves two of a hybrid I/O's four */
+	tid = RD(btf, prev, pid);
+	if (tid && (!preempt || busy_tasks)) {
 		st = bpf_map_lookup_elem(&tasks, &tid);
 		/* a preemption between arming and io_schedule() is not the sleep */
 		if (st && !preempt && st->gated && !st->t_off) {
@@ -846,6 +848,8 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 		}
 	}
 	tid = RD(btf, next, pid);
+	if (!tid)
+		return 0;
 	st = bpf_map_lookup_elem(&tasks, &tid);
 	if (!st)
 		return 0;
