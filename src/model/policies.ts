@@ -18,7 +18,7 @@ export interface ModelParams {
   latencyBudget: number;
   /** blkmq_fixed: io_poll_delay in ns; without it the policy is left out of the table */
   fixedSleepNs?: number;
-  /** L: D's origin → the first look of a classic loop, ns (default 0) */
+  /** L: D's origin → the first look of a classic loop, ns (default 0; at most min O, see the constructor) */
   pollStartNs?: number;
   /** R: per I/O, the loop's completion work after the finding poll, ns (default 0) */
   loopReapNs?: number;
@@ -57,7 +57,9 @@ export class CostModel {
       { dist: fD, sign: 1 },
       { dist: fO, sign: -1 },
     ]);
-    this.pollStartNs = nonNegative(params.pollStartNs, 'pollStartNs');
+    // F_O is timed from D's origin and holds that stretch (analyse's L is F_O's own offset), so a
+    // sleep never wakes before a classic loop would start: L ≤ min O keeps spin non-increasing in s
+    this.pollStartNs = Math.min(nonNegative(params.pollStartNs, 'pollStartNs'), this.minO);
     this.loopReapNs = nonNegative(params.loopReapNs, 'loopReapNs');
     this.classicSpinNs = this.pollStartNs > 0 ? expectPositive([{ dist: fD, sign: 1 }], -this.pollStartNs, 1) : this.meanD;
   }

@@ -41,27 +41,30 @@ describe('closed forms, every policy', () => {
     });
   });
 
-  it('constant D = 10 µs, O = 1 µs, with the loop starting L = 2 µs after D\'s origin and R = 0.3 µs of reaping per I/O', () => {
+  it('constant D = 10 µs, O = 2.5 µs from D\'s origin, with the loop starting L = 2 µs after it and R = 0.3 µs of reaping per I/O', () => {
     // classic spins (D − L) + R; a sleep's spin is (D − s − O)⁺ + R; late and latency do not move
-    const m = new CostModel(atom(10_000), atom(1000), { switchCostNs: C_SW, latencyBudget: BUDGET, fixedSleepNs: FIXED, pollStartNs: 2000, loopReapNs: 300 });
+    const m = new CostModel(atom(10_000), atom(2500), { switchCostNs: C_SW, latencyBudget: BUDGET, fixedSleepNs: FIXED, pollStartNs: 2000, loopReapNs: 300 });
     check(new Map(evaluatePolicies(m).map((r) => [r.policy, r])), {
       classic: { sleepNs: 0, spinNs: 8300, cpuNs: 8300, lateNs: 0, latencyNs: 10_000, meetsBudget: true },
-      blkmq_half_mean: { sleepNs: 5000, spinNs: 4300, cpuNs: 5800, lateNs: 0, latencyNs: 10_000 },
-      blkmq_fixed: { sleepNs: 4000, spinNs: 5300, cpuNs: 6800, lateNs: 0 },
-      three_quarter_mean: { sleepNs: 7500, spinNs: 1800, cpuNs: 3300, lateNs: 0 },
-      min_minus_wake: { sleepNs: 9000, spinNs: 300, cpuNs: 1800, lateNs: 0, oversleepProbability: 1 },
-      iouring_half_min: { sleepNs: 2500, spinNs: 6800, cpuNs: 8300, lateNs: 0 },
-      best_static: { sleepNs: 9000, spinNs: 300, cpuNs: 1800, lateNs: 0, meetsBudget: true },
+      blkmq_half_mean: { sleepNs: 5000, spinNs: 2800, cpuNs: 4300, lateNs: 0, latencyNs: 10_000 },
+      blkmq_fixed: { sleepNs: 4000, spinNs: 3800, cpuNs: 5300, lateNs: 0 },
+      three_quarter_mean: { sleepNs: 7500, spinNs: 300, cpuNs: 1800, lateNs: 0, oversleepProbability: 1 },
+      min_minus_wake: { sleepNs: 7500, spinNs: 300, cpuNs: 1800, lateNs: 0, oversleepProbability: 1 },
+      // the ring's minimum: 10000 → max(10000 − 5000, 2500) = 5000, s = 2500
+      iouring_half_min: { sleepNs: 2500, spinNs: 5300, cpuNs: 6800, lateNs: 0 },
+      best_static: { sleepNs: 7500, spinNs: 300, cpuNs: 1800, lateNs: 0, meetsBudget: true },
       // D − L = 8 µs > c_sw: the oracle sleeps every I/O
-      oracle: { sleepNs: 9000, spinNs: 300, cpuNs: 1800, lateNs: 0, latencyNs: 10_000 },
+      oracle: { sleepNs: 7500, spinNs: 300, cpuNs: 1800, lateNs: 0, latencyNs: 10_000 },
     });
     expect(m.outcome(0).cpuShare).toBeCloseTo(8300 / 10_300, 9);
     // a loop that starts 8.6 µs late spins 1.4 µs: cheaper than any sleep, so classic is best and the oracle never sleeps
-    const late = new CostModel(atom(10_000), atom(1000), { switchCostNs: C_SW, latencyBudget: BUDGET, pollStartNs: 8600, loopReapNs: 300 });
+    const late = new CostModel(atom(10_000), atom(9000), { switchCostNs: C_SW, latencyBudget: BUDGET, pollStartNs: 8600, loopReapNs: 300 });
     const rows = new Map(evaluatePolicies(late).map((r) => [r.policy, r]));
     expect(rows.get('best_static')).toMatchObject({ sleepNs: 0 });
     expect(rows.get('best_static')!.cpuNs).toBeCloseTo(1700, 6);
     expect(rows.get('oracle')!.cpuNs).toBeCloseTo(1700, 6);
+    // a wake-up timed from D's origin holds L: an L above min O is taken as min O (spin stays non-increasing)
+    expect(new CostModel(atom(10_000), atom(1000), { switchCostNs: C_SW, latencyBudget: BUDGET, pollStartNs: 2000 }).pollStartNs).toBe(1000);
     expect(() => new CostModel(atom(10_000), atom(1000), { switchCostNs: C_SW, latencyBudget: BUDGET, loopReapNs: -1 })).toThrow(/loopReapNs/);
   });
 
