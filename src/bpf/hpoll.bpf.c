@@ -831,9 +831,9 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	now = bpf_ktime_get_ns();
 	/* a CPU's idle task (pid 0) never polls: a sleeping poller's switch-out goes to it and its
 	 * switch-in comes from it, so skipping its lookup saves two of a hybrid I/O's four */
-	tid = RD(btf, prev, pid);
-	if (tid && (!preempt || busy_tasks)) {
-		st = bpf_map_lookup_elem(&tasks, &tid);
+	if (!preempt || busy_tasks) {
+		tid = RD(btf, prev, pid);
+		st = tid ? bpf_map_lookup_elem(&tasks, &tid) : NULL;
 		/* a preemption between arming and io_schedule() is not the sleep */
 		if (st && !preempt && st->gated && !st->t_off) {
 			st->t_off = now;
