@@ -8,6 +8,8 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Integration tests share the kernel (BPF programs, loop devices): run files one at a time.
     fileParallelism: false,
-    reporters: ['default'],
+    // A worker that dies is named (and, through test/run.mjs, its files run once more).
+    setupFiles: ['test/setup/workerExit.ts'],
+    reporters: ['default', 'test/setup/lostFiles.ts'],
   },
 });

@@ -12,6 +12,8 @@ export default defineConfig({
     hookTimeout: 1_800_000,
     // Both load BPF programs on the host kernel and compete for the CPU: one file at a time.
     fileParallelism: false,
-    reporters: ['default'],
+    // A worker that dies is named (and, through test/run.mjs, its files run once more).
+    setupFiles: ['test/setup/workerExit.ts'],
+    reporters: ['default', 'test/setup/lostFiles.ts'],
   },
 });

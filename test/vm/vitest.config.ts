@@ -12,6 +12,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     testTimeout: 60_000,
     fileParallelism: false,
-    reporters: ['default'],
+    // A worker that dies is named (and, through test/run.mjs, its files run once more).
+    setupFiles: ['test/setup/workerExit.ts'],
+    reporters: ['default', 'test/setup/lostFiles.ts'],
   },
 });
