@@ -14,7 +14,8 @@
 // 16th waiting call, so they share the run's conditions: the syscall's entry and exit around the
 // poll loop, which no poll-loop tracer sees.
 // It also reads every CPU's task run time (/proc/schedstat, ns) around the measured phase: what
-// ran beside it. Under icount all vCPUs advance one clock, so work elsewhere slows the poller.
+// ran beside it. Under icount all vCPUs advance one clock, so work elsewhere slows the poller:
+// before the measured phase it waits (up to 0.5 s, reported as quiet_wait_s) for the other CPUs to go quiet.
 // -H (hold): after printing, keep the idle ring open until stdin reaches EOF, so that an observer
 // can read the ring's per-ring state after the run without disturbing the run itself.
 #define _GNU_SOURCE
@@ -69,6 +70,22 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/** Every CPU's task run time: "cpuN a b c d e f rq_cpu_time …" in /proc/schedstat, the 7th value (ns). */
+static void read_cpu_tasks(struct cpu_sample *s) {
+  FILE *f = fopen("/proc/schedstat", "r");
+  if (!f) fail("open /proc/schedstat", errno);
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    int cpu;
+    unsigned long long t;
+    if (sscanf(line, "cpu%d %*u %*u %*u %*u %*u %*u %llu", &cpu, &t) == 2 && cpu >= 0 && cpu < MAX_CPUS) {
+      s->cpu_task_ns[cpu] = t;
+      if (cpu + 1 > s->ncpus) s->ncpus = cpu + 1;
+    }
+  }
+  fclose(f);
+}
+
 static void cpu_sample(struct cpu_sample *s) {
   memset(s, 0, sizeof *s);
   FILE *f = fopen("/proc/thread-self/schedstat", "r");
@@ -88,20 +105,39 @@ static void cpu_sample(struct cpu_sample *s) {
   getrusage(RUSAGE_SELF, &ru);
   s->nvcsw = ru.ru_nvcsw;
   s->nivcsw = ru.ru_nivcsw;
-  // "cpuN a b c d e f rq_cpu_time run_delay pcount": the 7th value is the tasks' run time (ns).
-  f = fopen("/proc/schedstat", "r");
-  if (!f) fail("open /proc/schedstat", errno);
-  char line[512];
-  while (fgets(line, sizeof line, f)) {
-    int cpu;
-    unsigned long long t;
-    if (sscanf(line, "cpu%d %*u %*u %*u %*u %*u %*u %llu", &cpu, &t) == 2 && cpu >= 0 && cpu < MAX_CPUS) {
-      s->cpu_task_ns[cpu] = t;
-      if (cpu + 1 > s->ncpus) s->ncpus = cpu + 1;
-    }
-  }
-  fclose(f);
+  read_cpu_tasks(s);
   s->on_cpu = sched_getcpu();
+}
+
+/** Task run time (ns) on every CPU but `self` (/proc/schedstat). */
+static uint64_t others_task_ns(int self) {
+  struct cpu_sample s = {0};
+  read_cpu_tasks(&s);
+  uint64_t t = 0;
+  for (int c = 0; c < s.ncpus; c++)
+    if (c != self) t += s.cpu_task_ns[c];
+  return t;
+}
+
+/**
+ * Sleeps in 1 ms steps until tasks ran under QUIET_SHARE of a step on the other CPUs, QUIET_STEPS
+ * steps running, or for QUIET_MAX_NS at most; returns how long it waited.
+ */
+enum { QUIET_STEPS = 3 };
+#define QUIET_SHARE 0.01
+#define QUIET_MAX_NS 500000000ULL
+static uint64_t quiet_wait(void) {
+  const struct timespec step = {0, 1000 * 1000};
+  int self = sched_getcpu();
+  uint64_t t0 = now_ns(), prev = others_task_ns(self);
+  for (int quiet = 0; quiet < QUIET_STEPS && now_ns() - t0 < QUIET_MAX_NS;) {
+    uint64_t s0 = now_ns();
+    nanosleep(&step, NULL);
+    uint64_t cur = others_task_ns(self);
+    quiet = (double)(cur - prev) < QUIET_SHARE * (double)(now_ns() - s0) ? quiet + 1 : 0;
+    prev = cur;
+  }
+  return now_ns() - t0;
 }
 
 static uint64_t thread_cpu_ns(void) {
@@ -241,9 +277,13 @@ int main(int argc, char **argv) {
 
   // Let the request that started us settle first (the agent's HTTP reply, its virtio-net
   // interrupts): io_uring's hybrid sleep is fixed by the ring's first two I/Os, so an interrupt
-  // landing on one of them changes the sleep of the whole run. Free in virtual time (idle is skipped).
+  // landing on one of them changes the sleep of the whole run. Then wait for the other CPUs to go
+  // quiet: work left there (the agent's Node threads, a BPF detach's RCU work, ksoftirqd) would run
+  // beside the run, and under icount it slows the poller's clock (the lab repeats such a run).
+  // Both waits are free in virtual time (idle is skipped).
   struct timespec settle = {0, 20 * 1000 * 1000};
   nanosleep(&settle, NULL);
+  uint64_t quiet_ns = quiet_wait();
 
   struct cpu_sample c0, c1;
   cpu_sample(&c0);
@@ -319,14 +359,14 @@ int main(int argc, char **argv) {
          "\"lat_us\":{\"mean\":%.3f,\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"p999\":%.3f,\"max\":%.3f},"
          "\"cpu\":{\"exec_s\":%.6f,\"run_delay_s\":%.6f,\"timeslices\":%lu,\"utime_s\":%.3f,\"stime_s\":%.3f,"
          "\"util\":%.4f,\"per_io_us\":%.4f,\"wait_s\":%.6f,\"wait_calls\":%lu,\"empty_enter_ns\":%.1f},"
-         "\"ctxsw\":{\"voluntary\":%ld,\"involuntary\":%ld},\"cpus\":{\"on\":[%d,%d],\"task_s\":[%s]}}\n",
+         "\"ctxsw\":{\"voluntary\":%ld,\"involuntary\":%ld},\"cpus\":{\"on\":[%d,%d],\"task_s\":[%s],\"quiet_wait_s\":%.6f}}\n",
          mode, flags, depth, bs, dev, (int)getpid(), n, ws, (double)n / ws,
          n ? (double)sum / (double)n / 1e3 : 0, pct_us(lat, n, 0.5), pct_us(lat, n, 0.9), pct_us(lat, n, 0.99),
          pct_us(lat, n, 0.999), (double)maxlat / 1e3, (double)exec / 1e9, (double)(c1.run_delay_ns - c0.run_delay_ns) / 1e9,
          c1.slices - c0.slices, (double)(c1.utime_ticks - c0.utime_ticks) / (double)tck,
          (double)(c1.stime_ticks - c0.stime_ticks) / (double)tck, (double)exec / (double)wall,
          n ? (double)exec / (double)n / 1e3 : 0, (double)wait_cpu / 1e9, wait_calls, empty_calls ? (double)empty_cpu / (double)empty_calls : 0.0, c1.nvcsw - c0.nvcsw, c1.nivcsw - c0.nivcsw,
-         c0.on_cpu, c1.on_cpu, per_cpu);
+         c0.on_cpu, c1.on_cpu, per_cpu, (double)quiet_ns / 1e9);
   fflush(stdout);
   if (hold) {
     char b[64];

@@ -366,8 +366,26 @@ function bpfPrograms() {
   }
 }
 
+/** hpdrive's result once it has printed it (a held ring stays open after that) or exited. */
+async function driveResult(st) {
+  if (!st.held) await st.done;
+  await st.line;
+  const beside = st.threadsBefore ? topBeside(st.threadsBefore, threadTimes(st.child.pid)) : [];
+  const line = st.stdout.trim().split('\n').pop() ?? '';
+  let result = null;
+  try {
+    result = JSON.parse(line);
+  } catch {
+    /* reported below as raw output */
+  }
+  return { exit: st.exit, result, beside, stdout: st.stdout.slice(-4000), stderr: st.stderr.slice(-4000) };
+}
+
 const routes = {
   'GET /info': async () => info(),
+  // wait: true answers once the run is done (as /drive/wait): under icount the guest runs ahead
+  // while the host's next request is on its way, so a separate /drive/wait arrives in the middle
+  // of the run, and its interrupt, softirq and the agent's work on it run beside the poller.
   'POST /drive': async (b) => {
     if (drive && drive.exit === null) throw new Error('hpdrive already running');
     drive = start('hpdrive', HPDRIVE, driveArgs(b), b.hold ? 'pipe' : 'ignore');
@@ -376,24 +394,12 @@ const routes = {
     // running beside the run
     drive.threadsBefore = settledThreads;
     settledThreads = undefined;
-    return { pid: drive.child.pid };
+    return b.wait ? driveResult(drive) : { pid: drive.child.pid };
   },
   // Until hpdrive has printed its result (a held ring stays open after that) or exited.
   'POST /drive/wait': async () => {
     if (!drive) throw new Error('no hpdrive started');
-    const st = drive;
-    if (!st.held) await st.done;
-    await st.line;
-    const beside = st.threadsBefore ? topBeside(st.threadsBefore, threadTimes(st.child.pid)) : [];
-    const exit = st.exit;
-    const line = st.stdout.trim().split('\n').pop() ?? '';
-    let result = null;
-    try {
-      result = JSON.parse(line);
-    } catch {
-      /* reported below as raw output */
-    }
-    return { exit, result, beside, stdout: st.stdout.slice(-4000), stderr: st.stderr.slice(-4000) };
+    return driveResult(drive);
   },
   'POST /drive/release': async () => {
     if (!drive) throw new Error('no hpdrive started');

@@ -268,9 +268,9 @@ export function fromFio(j: { jobs: FioJob[] }): PollerResult {
 const timeoutFor = (ios: number) => 180_000 + ios * 5;
 
 async function runHpdrive(g: Guest, device: string, ios: number): Promise<DriverResult> {
-  await g.agent('POST', '/drive', { device: `/dev/${device}`, mode: 'poll', qd: 1, bs: 4096, ios });
+  // one request for start and result, as session.ts runs it (agent.mjs: a second one lands mid-run)
   const r = await g.agent<{ exit: { code: number | null } | null; result: (DriverResult & { error?: string }) | null; stdout: string; stderr: string }>(
-    'POST', '/drive/wait', {}, timeoutFor(ios));
+    'POST', '/drive', { device: `/dev/${device}`, mode: 'poll', qd: 1, bs: 4096, ios, wait: true }, timeoutFor(ios));
   if (!r.result || r.result.error || (r.exit && r.exit.code !== 0)) throw new Error(`hpdrive failed (exit ${r.exit?.code}): ${r.result?.error ?? r.stdout + r.stderr}`);
   return r.result;
 }

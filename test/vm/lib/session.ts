@@ -55,7 +55,8 @@ export interface DriverResult {
   cpu: { exec_s: number; run_delay_s: number; timeslices: number; utime_s: number; stime_s: number; util: number; per_io_us: number; wait_s: number; wait_calls: number; empty_enter_ns: number };
   ctxsw: { voluntary: number; involuntary: number };
   /** the CPU hpdrive was on at the start and end of the measured phase; every CPU's task run time over it */
-  cpus?: { on: [number, number]; task_s: number[] };
+  /** quiet_wait_s: how long hpdrive waited for the other CPUs to go quiet before its measured phase (absent before it did) */
+  cpus?: { on: [number, number]; task_s: number[]; quiet_wait_s?: number };
   /** the agent's list of the threads that ran most during the run, besides hpdrive ("comm tid: x ms") */
   besideThreads?: string[];
   /** set when this is the second try of a run: what ran beside the first (BESIDE_RETRY) */
@@ -70,7 +71,9 @@ export function besideText(d: DriverResult): string {
   const b = besideSeconds(d);
   if (b === undefined) return d.cpus ? `? (moved from CPU ${d.cpus.on[0]} to ${d.cpus.on[1]})` : '?';
   const who = b > 0.01 * d.wall_s && d.besideThreads?.length ? `: ${d.besideThreads.join(', ')}` : '';
-  return `${(b * 1000).toFixed(2)} ms (${((100 * b) / d.wall_s).toFixed(1)} % of the run${who})`;
+  const q = d.cpus?.quiet_wait_s ?? 0;
+  const waited = q > 0.01 ? `, quiet after ${(q * 1000).toFixed(0)} ms` : '';
+  return `${(b * 1000).toFixed(2)} ms (${((100 * b) / d.wall_s).toFixed(1)} % of the run${who}${waited})`;
 }
 
 /** Task run time on the CPUs other than the poller's during the run (undefined if it moved or is unknown). */
@@ -204,9 +207,9 @@ async function deviceStats(g: Guest, s: Scenario, device: string): Promise<strin
  */
 export async function runDriver(g: Guest, s: Scenario, device: string, mode: PollMode, o: DriveOptions = {}): Promise<Pick<RunRecord, 'driver' | 'hpsim'>> {
   const call = async (body: Record<string, unknown>, what: string, ios: number) => {
-    await g.agent('POST', '/drive', { device: `/dev/${device}`, mode, qd: s.qd, bs: s.bs, ...body });
+    // one request for start and result: a second one would reach the guest during the run (agent.mjs)
     const r = await g.agent<{ exit: { code: number | null } | null; result: (DriverResult & { error?: string }) | null; beside?: string[]; stdout: string; stderr: string }>(
-      'POST', '/drive/wait', {}, driveTimeoutMs(ios));
+      'POST', '/drive', { device: `/dev/${device}`, mode, qd: s.qd, bs: s.bs, ...body, wait: true }, driveTimeoutMs(ios));
     if (!r.result || r.result.error || (r.exit && r.exit.code !== 0)) {
       throw new Error(`hpdrive ${what} ${mode} on ${device} failed (exit ${r.exit?.code}): ${r.result?.error ?? r.stdout + r.stderr}`);
     }
