@@ -7,7 +7,7 @@ import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { replayApp } from '../../src/cli/replay.js';
+import { replayApp } from '../../src/cli/replayRun.js';
 import { createLogger } from '../../src/log.js';
 import { RECORDING_FORMAT } from '../../src/record/format.js';
 import { replayReader } from '../../src/record/replay.js';

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { recordingWindow } from '../../src/cli/report.js';
+import { recordingWindow } from '../../src/cli/reportRun.js';
 import { SYNTHETIC_RECORDING } from '../../src/record/shipped.js';
 import { buildReport, type Report } from '../../src/report/data.js';
 import { renderJson } from '../../src/report/json.js';
