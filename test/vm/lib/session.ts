@@ -76,6 +76,12 @@ export function besideText(d: DriverResult): string {
   return `${(b * 1000).toFixed(2)} ms (${((100 * b) / d.wall_s).toFixed(1)} % of the run${who}${waited})`;
 }
 
+/** Whether other tasks used more than BESIDE_RETRY of the run's time beside it: the run is done once more. */
+function busyBeside(d: DriverResult): boolean {
+  const b = besideSeconds(d);
+  return b !== undefined && b > BESIDE_RETRY * d.wall_s;
+}
+
 /** Task run time on the CPUs other than the poller's during the run (undefined if it moved or is unknown). */
 export function besideSeconds(d: DriverResult): number | undefined {
   if (!d.cpus || d.cpus.on[0] !== d.cpus.on[1]) return undefined;
@@ -237,8 +243,7 @@ export async function runDriver(g: Guest, s: Scenario, device: string, mode: Pol
   // A run with other tasks busy beside it measured them too (one vCPU's work slows the other's
   // virtual clock): an unscraped run (A/B, irq; nothing counted it) is run again once. Seen once
   // in ~20 CI boots: the guest's Node processes ran 29 % of a QD4 A/B run, −35 % IOPS.
-  const beside = besideSeconds(driver);
-  if (!o.beforeRun && beside !== undefined && beside > BESIDE_RETRY * driver.wall_s) {
+  if (!o.beforeRun && busyBeside(driver)) {
     await resetDevice(g, s, device);
     before = await deviceStats(g, s, device);
     await quiet();
@@ -277,8 +282,7 @@ async function scrapedRun(g: Guest, s: Scenario, device: string, mode: PollMode,
   // as runDriver does for an unscraped run, once: a run with other tasks busy beside it is done
   // again, scrapes and all (the exporter's figures are the difference of the two scrapes)
   const first = await scrapedOnce(g, s, device, mode, withTwin);
-  const beside = besideSeconds(first.driver);
-  if (beside === undefined || beside <= BESIDE_RETRY * first.driver.wall_s) return first;
+  if (!busyBeside(first.driver)) return first;
   const again = await scrapedOnce(g, s, device, mode, withTwin);
   return { ...again, driver: { ...again.driver, retried: besideText(first.driver) } };
 }
