@@ -2,7 +2,7 @@
 // bound passes just inside and fails just outside, and the premise catches an exporter that did
 // not sample.
 import { describe, expect, it } from 'vitest';
-import { agreement, sampledFigures, samplingChecks, samplingScenarios, type SamplingSession } from './lib/sampling.js';
+import { agreement, CONTROL, sampledFigures, samplingChecks, samplingScenarios, type SamplingSession } from './lib/sampling.js';
 import type { DriverResult } from './lib/session.js';
 
 const DEV = 'hpsim0';
@@ -28,18 +28,22 @@ function scrape(f: Fig, after: boolean): string {
   ].join('\n');
 }
 
-const driver = { ios: 4000 } as DriverResult;
+const driver = { ios: 4000, cpu: { per_io_us: 49.3 } } as DriverResult;
 
-function session(figs: Fig[], scenarios = samplingScenarios(4000).slice(0, 1)): SamplingSession {
+/** One run per rate, and the control (N = 1 again: `control`, the same as N = 1's when absent). */
+function session(figs: Fig[], scenarios = samplingScenarios(4000).slice(0, 1), control?: Fig): SamplingSession {
+  const runs: [string, Fig][] = [...figs.map((f): [string, Fig] => [String(f.rate), f]), [CONTROL, control ?? figs[0]!]];
   return {
     rates: figs.map((f) => f.rate),
     args: [],
     scenarios,
     runs: [{
-      scenario: scenarios[0]!.id, device: DEV, driver,
-      before: Object.fromEntries(figs.map((f) => [f.rate, scrape(f, false)])),
-      after: Object.fromEntries(figs.map((f) => [f.rate, scrape(f, true)])),
+      scenario: scenarios[0]!.id, device: DEV,
+      drivers: Object.fromEntries(runs.map(([k]) => [k, driver])),
+      before: Object.fromEntries(runs.map(([k, f]) => [k, scrape(f, false)])),
+      after: Object.fromEntries(runs.map(([k, f]) => [k, scrape(f, true)])),
     }],
+    stops: [],
   };
 }
 
@@ -55,6 +59,21 @@ describe('sampling agreement', () => {
     expect(agreement(0.001, 0).pass).toBe(false);
     expect(agreement(undefined, 1).pass).toBe(false);
     expect(agreement(1, undefined).pass).toBe(false);
+    // no value at both (efficiency where the best sleep is 0) is the same answer
+    expect(agreement(undefined, undefined)).toEqual({ err: 0, pass: true });
+    expect(agreement(NaN, 1).pass).toBe(false);
+  });
+
+  it('checks the control run (N = 1 again) against N = 1 with the same bound, and fails without it', () => {
+    const control = (c?: Fig) => samplingChecks(session([ref, { ...ref, rate: 16, lat: 3984 }], undefined, c)).filter((x) => x.id === 'S control');
+    expect(control().map((x) => x.pass)).toEqual([true, true, true]);
+    expect(control().map((x) => x.title)).toEqual([expect.stringMatching(/^efficiency.*N=1 again vs N=1$/), expect.stringMatching(/^optimal sleep/), expect.stringMatching(/^wasted CPU/)]);
+    const moved = control({ ...ref, wasted: 0.01 * 1.03 });
+    expect(moved.map((x) => x.pass)).toEqual([true, true, false]);
+    expect(moved[2]!.measured).toMatch(/\+3\.00%.*poller CPU per I\/O \+0\.00%/);
+    const s = session([ref, { ...ref, rate: 16, lat: 3984 }]);
+    delete s.runs[0]!.drivers[CONTROL];
+    expect(samplingChecks(s).filter((x) => x.id === 'S control')).toEqual([expect.objectContaining({ pass: false, measured: 'no run' })]);
   });
 
   it('reads the figures of one run from the two scrapes', () => {
@@ -84,10 +103,17 @@ describe('sampling agreement', () => {
     // the loader said another rate
     expect(premise([ref, { ...ref, rate: 16, lat: 3984, gauge: 1 }])).toBe(false);
     // counts must be exact at every rate
-    expect(premise([ref, { ...ref, rate: 16, lat: 3984, polled: 3999 }])).toBe(false);
-    expect(premise([ref, { ...ref, rate: 16, lat: 3984, sleeps: 3989 }])).toBe(false);
+    expect(premise([ref, { ...ref, rate: 16, lat: 3984, polled: 3979 }])).toBe(false);
+    expect(premise([ref, { ...ref, rate: 16, lat: 3984, polled: 3981 }])).toBe(true);
+    // each run is its own: sleeps per I/O may move as little as tracing may move them (±0.05/IO)
+    expect(premise([ref, { ...ref, rate: 16, lat: 3984, sleeps: 3990 - 196 }])).toBe(true);
+    expect(premise([ref, { ...ref, rate: 16, lat: 3984, sleeps: 3990 - 204 }])).toBe(false);
     // and agree with the driver's
     expect(premise([{ ...ref, polled: 3900 }, { ...ref, rate: 16, lat: 3984, polled: 3900 }])).toBe(false);
+    // a rate whose run is missing
+    const s = session([ref, { ...ref, rate: 16, lat: 3984 }]);
+    delete s.runs[0]!.drivers[16];
+    expect(samplingChecks(s).find((x) => x.id === 'S premise')!.pass).toBe(false);
   });
 
   it('fails a scenario without its run, and a phase that stopped', () => {

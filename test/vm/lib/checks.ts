@@ -6,7 +6,7 @@
 // only on the instructions it executes, so the bounds are those of issue 13.
 import { parseHpsimStats, runFigures, type RunFigures } from './figures.js';
 import { samplingChecks } from './sampling.js';
-import { TRACED, type PollMode, type Scenario, type Session, type Tracing } from './session.js';
+import { TRACED, type ExporterStop, type PollMode, type Scenario, type Session, type Tracing } from './session.js';
 
 export interface CheckResult {
   /** check number of issue 5 and a short key, e.g. "2 count" */
@@ -431,7 +431,12 @@ function check5Rows(s: SessionRuns, sc: Scenario): CheckResult[] {
 
 /** Not in the issue's list, but a loader that leaks programs would disturb every later run. */
 export function checkCleanup(s: SessionRuns): CheckResult[] {
-  const stops = [...new Map(s.figures.filter((f) => f.run.exporterStop).map((f) => [`${f.run.rep} ${f.run.tracing}`, f.run])).values()];
+  const lab = [...new Map(s.figures.filter((f) => f.run.exporterStop).map((f) => [`${f.run.rep} ${f.run.tracing}`, f.run])).values()];
+  // the sampling phase's exporters too: one per rate (sampling-session.ts)
+  const stops: { rep: string | number; tracing: string; exporterStop?: ExporterStop }[] = [
+    ...lab,
+    ...(s.session.sampling?.stops ?? []).map((x) => ({ rep: `sampling N=${x.rate}`, tracing: 'fentry', exporterStop: x })),
+  ];
   const ours = (p: unknown) => (Array.isArray(p) ? p.filter((x: { type?: string }) => x.type === 'tracing' || x.type === 'raw_tracepoint' || x.type === 'tracepoint' || x.type === 'kprobe') : [{ error: p }]);
   const atExit = stops.map((r) => ours(r.exporterStop?.bpfPrograms));
   // programs freed asynchronously after the exit are gone 2 s later; a leak is not
@@ -440,7 +445,7 @@ export function checkCleanup(s: SessionRuns): CheckResult[] {
     id: 'cleanup',
     scenario: 'session',
     title: 'exporter stop leaves no BPF programs loaded',
-    measured: stops.map((r, i) => `rep ${r.rep} ${r.tracing}: exit ${JSON.stringify(r.exporterStop?.exit)}, ${left[i]!.length} programs left` +
+    measured: stops.map((r, i) => `${typeof r.rep === 'number' ? `rep ${r.rep}` : r.rep} ${r.tracing}: exit ${JSON.stringify(r.exporterStop?.exit)}, ${left[i]!.length} programs left` +
       (r.exporterStop?.bpfProgramsLater === undefined ? '' : ` 2 s after the exit (${atExit[i]!.length} right at it: ${atExit[i]!.map((x: { name?: string }) => x.name).join(', ')})`)).join('; ') || 'no traced runs',
     bound: '0 programs, exit 0',
     pass: stops.length > 0 && left.every((l) => l.length === 0) && stops.every((r) => r.exporterStop?.exit?.code === 0),

@@ -53,12 +53,8 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
     cause: `the classic prediction from the hybrid run reads −9.8 … −10.2 % in five CI boots (2.21 vs 2.46 µs/IO), at its bound; QD64 +2.0 … +3.0 % passes. The reference, the classic run's wait phase, holds the syscall residue and the loop-edge BPF (0.39 µs/IO at QD16), for which the model has no term; against the classic run's spin alone it reads +6.8 %. And it rests on the shifted F_D (${DEPTH_FD})`,
   },
   {
-    id: 'S agreement', scenario: /^sampling qd1 hybrid$/, title: /^(optimal sleep|wasted CPU)/,
-    cause: 'not sampling: the side-by-side loaders time each other. Nothing the hybrid model reads is sampled, yet on one run (CI, 01:22 on 2026-12-02) the unsampled spin read +7.4 % (N=16) and +3.7 % (N=64) against N=1\'s loader and the measured c_sw −21 % / −11 %: each loader\'s clock reads on the poll path also time the programs of the loaders attached beside it. Optimal sleep +6.0 % / +3.0 %, wasted CPU +7.6 % / +3.8 % follow it. Needs a control (two loaders at the same N) or sequential seeded runs (test/vm lab, issue 16)',
-  },
-  {
-    id: 'S agreement', scenario: /^sampling qd32 classic$/, title: /^optimal sleep.*N=64/,
-    cause: 'too few timed samples: F_D is rq_lat, 65 completions timed of 4000 at N=64 in the CI profile, and at QD32 its spread is the queueing (mean 211 µs on a 50 µs device); +8.3 % is that sampling error (N=16, 255 timed: +0.2 %). MIN_SAMPLES (20 timed) admits it; the full profile times 5× more (issue 16)',
+    id: 'S agreement', scenario: /^sampling qd32 hybrid$/, title: /^wasted CPU/,
+    cause: 'the runs\' own spread, not sampling: at QD32 the best sleep is 0, so wasted CPU is the run\'s measured CPU less the model\'s classic CPU, 1.6 ms of a run\'s 27 ms of poller CPU, and 0.1 % of the run\'s CPU moves it by 1.7 %. Two CI-profile boots on 2026-12-02 (23:08, 23:13): N=16 −2.58 % / +1.78 %, N=64 −2.06 % / +0.50 %; the control (N=1 run again after N=64) +1.55 %. The cheaper completion program at N > 1 lowers the run itself (the driver\'s poller CPU −1.5 … −1.9 %, the unsampled spin −5.7 … −6.6 %). Needs a bound for a difference of two CPU figures, or more I/Os per run (issue 16)',
   },
   { id: 'L6 model ½ mean', scenario: /^legacy /, cause: `${LEGACY_SLEEP}; hpdrive: ${LEGACY_TARGET}` },
   { id: 'L6 model ¾ mean', scenario: /^legacy /, cause: `${LEGACY_SLEEP}; hpdrive: ${LEGACY_TARGET}` },

@@ -8,7 +8,7 @@
 // bpf_stats off, A/B runs alternate its programs detached and attached: the baseline of "tracing
 // does not change the workload". A simulated device (hpsim) gets its profile and seed written
 // before every run, so every run of a scenario sees the same sequence of service times. Last, the
-// sampling check's runs (sampling-session.ts): exporters at several --bpf.sample rates side by side.
+// sampling check's runs (sampling-session.ts): one exporter per --bpf.sample rate in turn.
 import type { Guest, GuestInfo, GuestImages } from './guest.js';
 import type { SamplingScenario, SamplingSession } from './sampling.js';
 import { samplingRuns } from './sampling-session.js';
@@ -164,7 +164,7 @@ export interface SessionOptions {
    * QD1 hybrid runs on the first QD1 simulated scenario's device, fentry exporter, after the checked runs
    */
   sweep?: string[];
-  /** the sampling check's workloads, run last with exporters at every sample rate side by side (sampling.ts) */
+  /** the sampling check's workloads, run last, once per sample rate with one exporter at a time (sampling.ts) */
   sampling?: SamplingScenario[];
   log: (msg: string) => void;
 }
