@@ -164,7 +164,45 @@ struct task_st {
 	u64 t_end;        /* fentry: end of the last poll loop (0: none since the next loop started) */
 	u64 t_cpf;        /* fentry: exit of the last classic_poll in this pass that found completions */
 	u32 end_k;        /* fentry: completions that loop reaped */
+	/* fentry: what a poll loop measured from its completion on, recorded at the task's next
+	 * loop start (hp_iopoll_in), next sleep or exit. The exits of classic_poll and io_do_iopoll
+	 * run between a completion and the next issue, where a device-bound loop waits for every
+	 * instruction (its sleep and spin before the completion absorb the rest): there the programs
+	 * only store. The next loop starts while the device serves the next I/O. */
+	u8 pend;          /* PEND_*: what is pending */
+	u8 p_exact;       /* FOUND: classified by counting polls (else against the calibration) */
+	u8 p_through;     /* FOUND, exact: slept through */
+	u32 p_dev;        /* LOOP: device of the loop's last classic_poll */
+	u32 p_reaped;     /* LOOP: completions its pass reaped after the finding poll (0: none) */
+	u32 p_found_dev;  /* FOUND: device of the slept request */
+	u32 p_found_k;    /* FOUND: completions its finding call found */
+	u32 p_min_dev;    /* MIN: device of p_min_ns */
+	u32 p_sleep_dev;  /* SLEEP: device the sleep is accounted under */
+	u64 p_loop;       /* LOOP: the loop's wall time */
+	u64 p_spin;       /* LOOP: its on-CPU time after the last wake-up */
+	u64 p_woke_found; /* LOOP with WOKE: wake-up -> completion found */
+	u64 p_reap_ns;    /* LOOP: the finding poll's exit -> the pass's exit */
+	u64 p_min_ns;     /* MIN: shortest call of the loop that found a completion after a wake-up */
+	u64 p_found;      /* FOUND: issue -> found (0: issue unknown) */
+	u64 p_issued;     /* FOUND: its issue */
+	u64 p_woke;       /* FOUND: its wake-up */
+	u64 p_call_ns;    /* FOUND: the finding call's length */
+	u64 p_wake_call;  /* FOUND: switch-in -> that call's entry */
+	u64 p_sleep;      /* SLEEP: its start (t_sleep, cleared when the sleep met its request) */
+	u64 p_origin;     /* SLEEP: the slept I/O's issue */
+	u64 p_hpt;        /* SLEEP: ctx->hybrid_poll_time at the classic_poll after it */
+	u64 p_loop_off;   /* SLEEP: the slept I/O's issue -> its loop's start (0: not known) */
+	u64 r_key;        /* ring of the task's passes not yet in `rings` */
+	u64 r_hpt;        /* its hybrid_poll_time after the last of them */
+	u32 r_passes;
+	u32 r_sleeps;
 };
+
+#define PEND_LOOP  1  /* a loop ended */
+#define PEND_WOKE  2  /* ... after a wake-up */
+#define PEND_MIN   4  /* a call found completions after a wake-up */
+#define PEND_FOUND 8  /* a slept request was found */
+#define PEND_SLEEP 16 /* a sleep met its request */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -292,13 +330,13 @@ static __always_inline struct rq_slot *rq_slot_of(u32 dev)
 	return NULL;
 }
 
-/* One completion into rq_lat. The hot path: dev's slot in this CPU's array, claimed on first use,
+/* One completion into rq_lat (true: counted in a slot, polled ones included). The hot path: dev's slot in this CPU's array, claimed on first use,
  * plain increments (block tracepoints run with preemption off, and one CPU's programs do not
  * interleave). The slot counts every completion (ios, bytes, errors: exact); a sampled one
  * (weight w > 0) adds w to its bucket and w x latency to the sum, so the histogram estimates every
  * completion whatever the rate was when it completed. Only when the device finds no slot, the
  * shared map with atomic adds, every completion timed (weight 1: its count is the exact one). */
-static __always_inline void rq_lat_add(u32 dev, u64 ts, u32 w, unsigned int bytes, int error)
+static __always_inline bool rq_lat_add(u32 dev, u64 ts, u32 w, unsigned int bytes, int error, bool polled)
 {
 	struct rq_slot *s = rq_slot_of(dev);
 	u64 now, v, idx;
@@ -306,35 +344,40 @@ static __always_inline void rq_lat_add(u32 dev, u64 ts, u32 w, unsigned int byte
 
 	if (s) {
 		s->ios++;
+		/* a polled completion is counted here too, in the line just written: no dev_ctrs lookup
+		 * between the completion and the next issue */
+		if (polled)
+			s->polled++;
 		s->h.aux0 += bytes;
 		if (error)
 			s->h.aux1++;
 		if (!w)
-			return;
+			return true;
 		now = bpf_ktime_get_ns();
 		v = now > ts ? now - ts : 0;
 		idx = bucket_of(v);
 		barrier_var(idx);
 		if (idx >= HP_NB)
-			return;
+			return true;
 		s->h.slots[idx] += w;
 		s->h.sum += v * w;
-		return;
+		return true;
 	}
 	now = bpf_ktime_get_ns();
 	v = now > ts ? now - ts : 0;
 	idx = bucket_of(v);
 	barrier_var(idx);
 	if (idx >= HP_NB)
-		return;
+		return false;
 	h = hist_get(dev, HK_RQ_LAT);
 	if (!h)
-		return;
+		return false;
 	__sync_fetch_and_add(&h->slots[idx], 1);
 	__sync_fetch_and_add(&h->sum, v);
 	__sync_fetch_and_add(&h->aux0, bytes);
 	if (error)
 		__sync_fetch_and_add(&h->aux1, 1);
+	return false;
 }
 
 static __always_inline struct dev_ctr *dev_ctr_get(u32 dev)
@@ -513,18 +556,18 @@ static __always_inline struct hist *fhist_add(struct dev_hists *d, u32 dev, u32 
  * waiting call has reached blk_poll): that stretch goes to wake_ovh's aux0/aux1 (a sum, no further
  * lookup on this path), so that the model can time the wake-up from D's own origin. */
 static __always_inline struct hist *flush_sleep(struct task_st *st, struct dev_hists *d, u32 dev,
-						u64 origin)
+						u64 origin, u64 start)
 {
 	struct hist *h = fhist_add(d, dev, HK_SLEEP_REQ, st->req_sleep);
 
 	if (st->t_off && st->t_on > st->t_off) {
-		u64 elapsed = st->t_on - st->t_sleep;
+		u64 elapsed = st->t_on - start;
 		struct hist *o;
 
 		fhist_add(d, dev, HK_OFFCPU, st->t_on - st->t_off);
 		o = fhist_add(d, dev, HK_WAKE_OVH, elapsed > st->req_sleep ? elapsed - st->req_sleep : 0);
-		if (o && origin && origin <= st->t_sleep) {
-			__sync_fetch_and_add(&o->aux0, st->t_sleep - origin);
+		if (o && origin && origin <= start) {
+			__sync_fetch_and_add(&o->aux0, start - origin);
 			__sync_fetch_and_add(&o->aux1, 1);
 		}
 		if (st->t_wake && st->t_on > st->t_wake)
@@ -539,7 +582,7 @@ static __always_inline void flush_unmatched(struct task_st *st)
 {
 	struct dev_ctr *dc;
 
-	flush_sleep(st, NULL, st->dev, 0);
+	flush_sleep(st, NULL, st->dev, 0, st->t_sleep);
 	dc = dev_ctr_get(st->dev);
 	if (dc)
 		dc->unmatched++;
@@ -560,6 +603,157 @@ static __always_inline void record_found(struct dev_hists *d, u32 dev, struct de
 		if (cal && (!cal->min_dev_ns || found < cal->min_dev_ns))
 			cal->min_dev_ns = found;
 	}
+}
+
+/* ------------------------------------------ fentry path: records deferred to the next loop start */
+
+/* Each takes the blocks of `dev` where the caller has them (NULL: look up), and looks up its own
+ * when its record belongs to another device (a ring over several devices). */
+
+static __always_inline void pend_sleep(struct task_st *st, u32 dev, struct dev_hists *fd)
+{
+	u32 sd = st->p_sleep_dev;
+	struct dev_hists *f = sd == dev && fd ? fd : fdev_get(sd);
+	struct hist *h = flush_sleep(st, f, sd, st->p_origin, st->p_sleep);
+	u64 hpt = st->p_hpt;
+
+	/* the sleep the kernel computed: hybrid_poll_time / 2 */
+	if (h && hpt && hpt < 0x7fffffffffffffffULL) {
+		__sync_fetch_and_add(&h->aux0, hpt / 2);
+		__sync_fetch_and_add(&h->aux1, 1);
+	}
+	/* where a classic loop would start polling after D's origin (the model's L): the slept I/O's
+	 * issue -> its loop's start, in iopoll's aux (wake_ovh's holds issue -> sleep start, later by
+	 * the loop start's own records and the path to the timer) */
+	if (st->p_loop_off) {
+		struct hist *l = f ? &f->h[HK_IOPOLL] : hist_get(sd, HK_IOPOLL);
+
+		if (l) {
+			__sync_fetch_and_add(&l->aux0, st->p_loop_off);
+			__sync_fetch_and_add(&l->aux1, 1);
+		}
+	}
+	st->pend &= ~PEND_SLEEP;
+}
+
+static __always_inline void pend_loop(struct task_st *st, u32 dev, struct dev_hists *fd, struct dev_ctr *dc)
+{
+	u32 ld = st->p_dev;
+	struct dev_hists *f = ld == dev && fd ? fd : fdev_get(ld);
+	struct hist *h;
+
+	fhist_add(f, ld, HK_IOPOLL, st->p_loop);
+	h = fhist_add(f, ld, HK_SPIN, st->p_spin);
+	if (h && (st->pend & PEND_WOKE)) {
+		/* wake-up -> completion found: what the tracepoint path can time too (reaping after it
+		 * stays in the spin histogram, not in this sum) */
+		__sync_fetch_and_add(&h->aux0, st->p_woke_found);
+		__sync_fetch_and_add(&h->aux1, 1);
+	}
+	if (st->p_reaped) {
+		/* the pass's completion work after the poll that found them */
+		struct dev_ctr *c = ld == dev && dc ? dc : dev_ctr_get(ld);
+
+		if (c) {
+			c->reap_ns += st->p_reap_ns;
+			c->reaped += st->p_reaped;
+		}
+	}
+	st->pend &= ~(PEND_LOOP | PEND_WOKE);
+}
+
+/* the shortest call that found a completion after a sleep: a first look at a queue whose
+ * completion was already there */
+static __always_inline void pend_min(struct task_st *st, u32 dev, struct dev_calib *cal)
+{
+	u32 md = st->p_min_dev;
+	struct dev_calib *c = md == dev && cal ? cal : calib_get(md);
+
+	if (c && (!c->min_found_ns || st->p_min_ns < c->min_found_ns))
+		c->min_found_ns = st->p_min_ns;
+	st->pend &= ~PEND_MIN;
+}
+
+/* The slept request found. A oneshot poll is one look at the queue, so the count of calls is
+ * exact; a spinning call loops inside, so its length decides, against the shortest call that
+ * found a completion on this device (pend_min first). */
+static __always_inline void pend_found(struct task_st *st, u32 dev, struct dev_hists *fd,
+				       struct dev_calib *cal, struct dev_ctr *dc)
+{
+	u32 fdv = st->p_found_dev;
+	struct dev_calib *c = fdv == dev && cal ? cal : calib_get(fdv);
+	bool through = st->p_through;
+	struct dev_ctr *k;
+
+	if (!st->p_exact)
+		through = !c || st->p_call_ns * 100 <= c->min_found_ns * calib_pct;
+	if (st->p_found)
+		record_found(fdv == dev && fd ? fd : fdev_get(fdv), fdv, c, through, st->p_found, st->p_issued, st->p_woke);
+	k = fdv == dev && dc ? dc : dev_ctr_get(fdv);
+	if (k) {
+		if (st->p_exact)
+			k->exact++;
+		else
+			k->calibrated++;
+		if (through) {
+			/* a call whose completions were there at its start: what one finding look costs */
+			u64 d = st->p_call_ns, n = st->p_found_k;
+
+			k->looks++;
+			k->look_ns += d;
+			k->look_k += n;
+			k->look_kk += n * n;
+			k->look_kns += n * d;
+			k->wake_look_ns += st->p_wake_call;
+		}
+	}
+	st->pend &= ~PEND_FOUND;
+}
+
+/* everything pending, with one lookup per block for dev (dc: its counters, NULL: look up) */
+static __always_inline void pend_record(struct task_st *st, u32 dev, struct dev_ctr *dc)
+{
+	struct dev_hists *fd = NULL;
+	struct dev_calib *cal = NULL;
+
+	if (st->pend & (PEND_SLEEP | PEND_LOOP | PEND_FOUND))
+		fd = fdev_get(dev);
+	if (st->pend & (PEND_MIN | PEND_FOUND))
+		cal = calib_get(dev);
+	if (st->pend & PEND_SLEEP)
+		pend_sleep(st, dev, fd);
+	if (st->pend & PEND_LOOP)
+		pend_loop(st, dev, fd, dc);
+	if (st->pend & PEND_MIN)
+		pend_min(st, dev, cal);
+	if (st->pend & PEND_FOUND)
+		pend_found(st, dev, fd, cal, dc);
+}
+
+/* The ring's entry; created (with its process, setup flags and comm) when rctx is given. */
+static __always_inline struct ring_st *ring_get(u64 key, struct io_ring_ctx *rctx)
+{
+	struct ring_st *r = bpf_map_lookup_elem(&rings, &key);
+	struct ring_st z = {};
+
+	if (r || !rctx)
+		return r;
+	z.tgid = bpf_get_current_pid_tgid() >> 32;
+	z.flags = rctx->flags; /* fixed at io_uring_setup */
+	bpf_get_current_comm(z.comm, sizeof(z.comm));
+	bpf_map_update_elem(&rings, &key, &z, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&rings, &key);
+}
+
+/* the task's passes and sleeps not yet in its ring's entry */
+static __always_inline void ring_flush(struct task_st *st, struct ring_st *r)
+{
+	if (r && st->r_passes) {
+		r->passes += st->r_passes;
+		r->sleeps += st->r_sleeps;
+		r->hpt = st->r_hpt;
+	}
+	st->r_passes = st->r_sleeps = 0;
 }
 
 /* --------------------------------------------------------------------------- block layer */
@@ -624,7 +818,7 @@ static __always_inline void classify_tp(struct task_st *st, u32 dev, u64 now, u6
 	bool slept_through = true;
 	struct hist *h;
 
-	flush_sleep(st, NULL, dev, issued);
+	flush_sleep(st, NULL, dev, issued, st->t_sleep);
 	/* wake-up -> completion, the quantity the fentry path has in aux0/aux1 too; the spin sample
 	 * itself (on-CPU after the wake-up) is the busy window's, busy_record() */
 	h = hist_get(dev, HK_SPIN);
@@ -668,6 +862,7 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 	struct task_st *st;
 	struct dev_ctr *dc;
 	u32 dev, tid, w = 1;
+	bool polled, slotted;
 
 	if (!ts) {
 		/* not stamped by the kernel (iostats off): timed from issue, every one (weight 1) */
@@ -686,12 +881,15 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 	dev = rq_dev(rq, btf);
 	if (!dev)
 		return 0;
-	rq_lat_add(dev, ts, w, nr_bytes, error);
-	if (!(RD(btf, rq, cmd_flags) & polled_mask()))
+	polled = RD(btf, rq, cmd_flags) & polled_mask();
+	slotted = rq_lat_add(dev, ts, w, nr_bytes, error, polled);
+	if (!polled)
 		return 0;
-	dc = dev_ctr_get(dev);
-	if (dc)
-		dc->polled_ios++;
+	if (!slotted) {
+		dc = dev_ctr_get(dev);
+		if (dc)
+			dc->polled_ios++;
+	}
 	/* fentry path: nothing more per completion. The poll loop is bracketed by io_do_iopoll, whose
 	 * exit returns the completions it reaped: the task's in-flight count drops there, once per
 	 * pass instead of a task lookup per completion. */
@@ -713,6 +911,7 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 	 */
 	if (st->wait_open) {
 		st->wait_open = 0;
+		dc = dev_ctr_get(dev);
 		if (dc)
 			depth_sample(dc, st);
 	}
@@ -775,9 +974,12 @@ static __always_inline int on_hrtimer_start(struct hrtimer *timer, const bool bt
 		return 0;
 	if ((u64)RD(btf, timer, function) != (u64)&hrtimer_wakeup)
 		return 0;
-	/* the task field lies beyond struct hrtimer: direct BTF access is refused */
+	/* A sleeper armed for this task. The fentry path needs no check: inside io_do_iopoll and
+	 * outside classic_poll (tested below) the only sleeper a task arms is its hybrid sleep. The
+	 * task field lies beyond struct hrtimer: direct BTF access is refused, so it costs a probe
+	 * read. */
 	sl = container_of(timer, struct hrtimer_sleeper, timer);
-	if ((u64)BPF_CORE_READ(sl, task) != bpf_get_current_task())
+	if (!fentry_path && (u64)BPF_CORE_READ(sl, task) != bpf_get_current_task())
 		return 0;
 	pid_tgid = bpf_get_current_pid_tgid();
 	now = bpf_ktime_get_ns();
@@ -792,6 +994,8 @@ static __always_inline int on_hrtimer_start(struct hrtimer *timer, const bool bt
 		return 0;
 	if (st->t_sleep)
 		flush_unmatched(st); /* the previous sleep met no completion */
+	if (st->pend & PEND_SLEEP)
+		pend_sleep(st, 0, NULL); /* a second sleep in one loop (at depth) */
 	exp = RD(btf, timer, node.expires); /* absolute hard expiry, already set at this point */
 	st->t_sleep = now;
 	st->req_sleep = exp > now ? exp - now : 0;
@@ -862,7 +1066,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 			st->cpu_woke = st->busy_cpu;
 		}
 		if (st->test) {
-			flush_sleep(st, NULL, 0, 0);
+			flush_sleep(st, NULL, 0, 0, st->t_sleep);
 			st->t_sleep = 0;
 		}
 	}
@@ -930,6 +1134,10 @@ static __always_inline int on_exit(struct task_struct *p, const bool btf)
 		return 0;
 	if (st->t_sleep && !st->test)
 		flush_unmatched(st);
+	if (st->pend)
+		pend_record(st, st->dev, NULL);
+	if (st->r_passes)
+		ring_flush(st, ring_get(st->r_key, NULL));
 	ungate(st);
 	busy_close(st);
 	if (!bpf_map_delete_elem(&tasks, &tid))
@@ -964,32 +1172,40 @@ int BPF_PROG(hp_iopoll_in, struct io_ring_ctx *rctx)
 	/* io_iopoll_check (inlined into the syscall, not traceable) calls io_do_iopoll until a pass
 	 * finds completions: the loop runs from the first pass's entry to that pass's exit */
 	if (!st->t_loop) {
+		struct dev_ctr *dc = st->dev ? dev_ctr_get(st->dev) : NULL;
+		u64 key = (u64)rctx;
+
+		/* the previous loop's records: the device serves this loop's I/O meanwhile */
+		if (st->pend)
+			pend_record(st, st->dev, dc);
+		if (st->r_passes && st->r_key != key)
+			ring_flush(st, ring_get(st->r_key, NULL));
+		st->r_key = key;
+		ring_flush(st, ring_get(key, rctx));
+		/* after the records: like the rest of this program they are the loop's edge, outside
+		 * its window (in the gap before it) */
 		st->t_loop = bpf_ktime_get_ns();
 		st->loop_woke = 0;
 		st->t_found = 0;
 		/* the start of a waiting call: the depth it waits at, under the task's current device
 		 * (its last polled issue or classic_poll). With inline submission the call's own issues
 		 * are already counted: a closed loop at iodepth N reads N. */
-		if (st->dev) {
-			struct dev_ctr *dc = dev_ctr_get(st->dev);
+		if (dc) {
+			depth_sample(dc, st);
+			/* the time since the previous loop's end: reaping its CQEs, user space, the next
+			 * submissions; a gap over the stale limit is idle time, not a cost */
+			if (st->t_end && st->t_loop - st->t_end < GAP_MAX_NS) {
+				u64 g = st->t_loop - st->t_end, k = st->end_k;
 
-			if (dc) {
-				depth_sample(dc, st);
-				/* the time since the previous loop's end: reaping its CQEs, user space, the
-				 * next submissions; a gap over the stale limit is idle time, not a cost */
-				if (st->t_end && st->t_loop - st->t_end < GAP_MAX_NS) {
-					u64 g = st->t_loop - st->t_end, k = st->end_k;
-
-					dc->gaps++;
-					dc->gap_ns += g;
-					dc->gap_k += k;
-					dc->gap_kk += k * k;
-					dc->gap_kns += k * g;
-				}
-				if (st->t_polled > st->t_end && st->t_loop > st->t_polled && st->t_loop - st->t_polled < GAP_MAX_NS) {
-					dc->lead_ns += st->t_loop - st->t_polled;
-					dc->leads++;
-				}
+				dc->gaps++;
+				dc->gap_ns += g;
+				dc->gap_k += k;
+				dc->gap_kk += k * k;
+				dc->gap_kns += k * g;
+			}
+			if (st->t_polled > st->t_end && st->t_loop > st->t_polled && st->t_loop - st->t_polled < GAP_MAX_NS) {
+				dc->lead_ns += st->t_loop - st->t_polled;
+				dc->leads++;
 			}
 		}
 		st->t_end = 0;
@@ -999,12 +1215,12 @@ int BPF_PROG(hp_iopoll_in, struct io_ring_ctx *rctx)
 	return 0;
 }
 
+/* Between the completion and the next issue: stores only (see task_st.pend). */
 SEC("fexit/io_do_iopoll")
 int BPF_PROG(hp_iopoll_out, struct io_ring_ctx *rctx, bool force_nonspin, int ret)
 {
 	struct task_st *st = task_get((u32)bpf_get_current_pid_tgid(), false);
 	u64 key = (u64)rctx, now = bpf_ktime_get_ns();
-	struct ring_st *r;
 
 	if (!st || !st->in_pass)
 		return 0;
@@ -1012,53 +1228,34 @@ int BPF_PROG(hp_iopoll_out, struct io_ring_ctx *rctx, bool force_nonspin, int re
 	/* the pass reaped ret of the ring's requests, issued in this task (inline submission) */
 	if (ret > 0)
 		st->inflight = st->inflight > (u32)ret ? st->inflight - (u32)ret : 0;
-	if (ret > 0 && st->t_cpf && st->dev) {
-		/* the pass's completion work after the poll that found them */
-		struct dev_ctr *dc = dev_ctr_get(st->dev);
-
-		if (dc) {
-			dc->reap_ns += now - st->t_cpf;
-			dc->reaped += ret;
-		}
-	}
 	if (ret != 0 && st->t_loop) {
 		/* The loop ends: its wall time, and its on-CPU time after the last wake-up as spin (all of
 		 * it when nothing slept). The on-CPU time before the sleep is what the model's c_sw is
 		 * made of: iopoll - offcpu - spin. */
-		struct dev_hists *d = fdev_get(st->dev);
-		struct hist *h;
-
-		fhist_add(d, st->dev, HK_IOPOLL, now - st->t_loop);
-		h = fhist_add(d, st->dev, HK_SPIN, now - (st->loop_woke ? st->loop_woke : st->t_loop));
-		if (h && st->loop_woke) {
-			/* wake-up -> completion found: what the tracepoint path can time too (reaping after
-			 * it stays in the spin histogram, not in this sum) */
-			u64 found = st->t_found > st->loop_woke ? st->t_found : now;
-
-			__sync_fetch_and_add(&h->aux0, found - st->loop_woke);
-			__sync_fetch_and_add(&h->aux1, 1);
+		st->p_dev = st->dev;
+		st->p_loop = now - st->t_loop;
+		st->p_spin = now - (st->loop_woke ? st->loop_woke : st->t_loop);
+		st->pend |= PEND_LOOP;
+		if (st->loop_woke) {
+			st->p_woke_found = (st->t_found > st->loop_woke ? st->t_found : now) - st->loop_woke;
+			st->pend |= PEND_WOKE;
 		}
+		st->p_reaped = ret > 0 && st->t_cpf ? (u32)ret : 0;
+		st->p_reap_ns = now - st->t_cpf;
 		st->t_loop = 0;
 		st->t_end = now;
 		st->end_k = ret > 0 ? ret : 0;
 	}
-	r = bpf_map_lookup_elem(&rings, &key);
-	if (!r) {
-		struct ring_st z = { .tgid = bpf_get_current_pid_tgid() >> 32 };
-
-		z.flags = rctx->flags; /* fixed at io_uring_setup */
-		bpf_get_current_comm(z.comm, sizeof(z.comm));
-		bpf_map_update_elem(&rings, &key, &z, BPF_NOEXIST);
-		r = bpf_map_lookup_elem(&rings, &key);
-		if (!r)
-			return 0;
+	/* a pass of a loop begun on another ring (a loop left without completions, resumed by a
+	 * call on another ring): the first ring's passes go now */
+	if (st->r_key != key) {
+		if (st->r_passes)
+			ring_flush(st, ring_get(st->r_key, NULL));
+		st->r_key = key;
 	}
-	r->passes++;
-	r->sleeps += st->pass_sleeps;
-	if (bpf_core_field_exists(rctx->hybrid_poll_time))
-		r->hpt = rctx->hybrid_poll_time;
-	else
-		r->hpt = ~0ULL;
+	st->r_passes++;
+	st->r_sleeps += st->pass_sleeps;
+	st->r_hpt = bpf_core_field_exists(rctx->hybrid_poll_time) ? rctx->hybrid_poll_time : ~0ULL;
 	return 0;
 }
 
@@ -1081,27 +1278,20 @@ int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsig
 		return 0;
 	st->t_cp = bpf_ktime_get_ns();
 	if (st->t_sleep) {
-		struct hist *h;
-		u64 issued;
-
 		/* the sleep inlined in io_do_iopoll belongs to this request. 7.0+ unions iopoll_start
 		 * with the task_work a completion writes: read it now. BTF types that load as the
 		 * union's pointer, on which the verifier refuses arithmetic: the reload from the map
-		 * value is a plain number. */
+		 * value is a plain number. Its histograms wait for the next loop start (pend_sleep):
+		 * its fields stay until the next sleep, which records them first. */
 		st->issued = bpf_core_field_exists(req->iopoll_start) ? req->iopoll_start : 0;
-		issued = *(volatile u64 *)&st->issued;
-		h = flush_sleep(st, fdev_get(st->dev), st->dev, issued);
-
+		st->p_origin = *(volatile u64 *)&st->issued;
+		st->p_loop_off = st->p_origin && st->t_loop > st->p_origin ? st->t_loop - st->p_origin : 0;
+		st->p_sleep = st->t_sleep;
+		st->p_sleep_dev = st->dev;
 		/* the sleep the kernel computed: ctx->hybrid_poll_time / 2, not yet updated (req and its
 		 * ctx are BTF pointers here: direct loads, no probe-read helper calls) */
-		if (h && bpf_core_field_exists(((struct io_ring_ctx *)0)->hybrid_poll_time)) {
-			u64 hpt = req->ctx->hybrid_poll_time;
-
-			if (hpt && hpt < 0x7fffffffffffffffULL) {
-				__sync_fetch_and_add(&h->aux0, hpt / 2);
-				__sync_fetch_and_add(&h->aux1, 1);
-			}
-		}
+		st->p_hpt = bpf_core_field_exists(((struct io_ring_ctx *)0)->hybrid_poll_time) ? req->ctx->hybrid_poll_time : 0;
+		st->pend |= PEND_SLEEP;
 		st->slept_req = (u64)req;
 		st->polls = 0;
 		st->t_woke = st->t_on ? st->t_on : st->t_sleep;
@@ -1115,15 +1305,13 @@ int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsig
 	return 0;
 }
 
+/* Between the completion and the next issue: stores only (see task_st.pend). */
 SEC("fexit/io_uring_classic_poll")
 int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsigned int poll_flags,
 	     int ret)
 {
 	struct task_st *st = task_get((u32)bpf_get_current_pid_tgid(), false);
-	u64 now, d;
-	struct dev_calib *cal;
-	struct dev_ctr *dc;
-	bool slept_through, exact = true;
+	u64 now, d, issued;
 	u32 dev;
 
 	if (!st || !st->in_cp)
@@ -1141,45 +1329,33 @@ int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsi
 	d = now - st->t_cp;
 	if (st->t_found <= st->loop_woke)
 		st->t_found = now;
-	/* the shortest call that found a completion after a sleep: a first look at a queue whose
-	 * completion was already there */
-	cal = calib_get(dev);
-	if (cal && (!cal->min_found_ns || d < cal->min_found_ns))
-		cal->min_found_ns = d;
+	/* the loop's shortest finding call, per device (another device's goes now) */
+	if ((st->pend & PEND_MIN) && st->p_min_dev != dev)
+		pend_min(st, 0, NULL);
+	if (!(st->pend & PEND_MIN) || d < st->p_min_ns) {
+		st->p_min_ns = d;
+		st->p_min_dev = dev;
+		st->pend |= PEND_MIN;
+	}
 	if ((u64)req != st->slept_req)
 		return 0;
-	/* found after the sleep. A oneshot poll is one look at the queue, so the count of calls is
-	 * exact; a spinning call loops inside, so its length decides, against the shortest call
-	 * that found a completion on this device */
-	if (st->polls > 1) {
-		slept_through = false;
-	} else if (poll_flags & BLK_POLL_ONESHOT_) {
-		slept_through = true;
-	} else {
-		exact = false;
-		slept_through = !cal || d * 100 <= cal->min_found_ns * calib_pct;
+	/* found after the sleep; a second slept request of this loop (at depth): the first goes now */
+	if (st->pend & PEND_FOUND) {
+		if (st->p_min_dev == st->p_found_dev)
+			pend_min(st, 0, NULL);
+		pend_found(st, 0, NULL, NULL, NULL);
 	}
-	if (st->issued && st->issued < now)
-		record_found(fdev_get(dev), dev, cal, slept_through, now - st->issued, st->issued, st->t_woke);
-	dc = dev_ctr_get(dev);
-	if (dc) {
-		if (exact)
-			dc->exact++;
-		else
-			dc->calibrated++;
-		if (slept_through) {
-			/* a call whose completions were there at its start: what one finding look costs */
-			u64 k = (u64)ret;
-
-			dc->looks++;
-			dc->look_ns += d;
-			dc->look_k += k;
-			dc->look_kk += k * k;
-			dc->look_kns += k * d;
-			if (st->t_cp > st->t_woke)
-				dc->wake_look_ns += st->t_cp - st->t_woke;
-		}
-	}
+	issued = st->issued;
+	st->p_found_dev = dev;
+	st->p_exact = st->polls > 1 || (poll_flags & BLK_POLL_ONESHOT_);
+	st->p_through = st->polls <= 1;
+	st->p_call_ns = d;
+	st->p_found_k = (u32)ret;
+	st->p_found = issued && issued < now ? now - issued : 0;
+	st->p_issued = issued;
+	st->p_woke = st->t_woke;
+	st->p_wake_call = st->t_cp > st->t_woke ? st->t_cp - st->t_woke : 0;
+	st->pend |= PEND_FOUND;
 	st->slept_req = 0;
 	return 0;
 }

@@ -17,7 +17,8 @@
 enum hp_kind {
 	HK_RQ_LAT = 0,     /* request start -> complete (polled I/O: -> reaped); aux0 bytes, aux1 errors */
 	HK_IOPOLL,         /* wall time of one poll loop: first io_do_iopoll() pass -> exit of the pass that found completions (fentry);
-			    * tracepoint: on-CPU time of the busy window since the previous polled completion + its sleeps' off-CPU time */
+			    * tracepoint: on-CPU time of the busy window since the previous polled completion + its sleeps' off-CPU time;
+			    * fentry aux0 sum of (the slept I/O's issue -> its loop's start), aux1 sleeps in it */
 	HK_SPIN,           /* on-CPU time after the last wake-up: loop end (fentry) or polled completion (tracepoint);
 			    * without a sleep the whole loop (fentry) or busy window since the previous completion (tracepoint);
 			    * aux0 ns, aux1 loops (fentry) or I/Os (tracepoint) that slept: wake-up -> completion */
@@ -56,6 +57,7 @@ struct rq_slot {
 	/* after h, in the cache line of h.sum, aux0, aux1: a completion that is only counted (not
 	 * sampled) touches that one line */
 	__u64 ios;   /* completions, every one (h counts the sampled ones with their weight) */
+	__u64 polled; /* polled completions, every one (dev_ctr.polled_ios of a device without a slot) */
 	__u32 dev;   /* 0: free */
 	__u32 pad;
 };
@@ -74,7 +76,7 @@ struct dev_hists {
 
 /* Per device, per CPU: counters that are not histogram counts. */
 struct dev_ctr {
-	__u64 polled_ios;       /* polled requests completed */
+	__u64 polled_ios;       /* polled requests completed (with a slot in rq_slots: counted there) */
 	__u64 exact;            /* sleeps classified by counting polls (found_slept / dev_spun) */
 	__u64 calibrated;       /* sleeps classified against the calibrated threshold */
 	__u64 unmatched;        /* sleeps that never met a polled completion in the same task */

@@ -480,6 +480,7 @@ struct agg {
 	struct hist_key key;
 	struct hist h;
 	__u64 ios; /* rq_lat: completions counted one by one (the buckets are weighted when sampled) */
+	__u64 polled; /* rq_lat: polled completions counted in the per-CPU slots */
 };
 static struct agg *aggs;
 static int naggs, caggs;
@@ -575,6 +576,7 @@ static void collect_hists(struct hpoll *skel)
 			if (s->dev && (a = agg_for(hk))) {
 				hist_addto(a, &s->h);
 				agg_of(a)->ios += s->ios;
+				agg_of(a)->polled += s->polled;
 			}
 		}
 	}
@@ -613,79 +615,104 @@ static void dump_hists(struct hpoll *skel)
 	printf("]");
 }
 
+/* the polled completions dev's rq_lat slots counted (collect_hists ran first) */
+static __u64 slot_polled(__u32 dev)
+{
+	for (int i = 0; i < naggs; i++)
+		if (aggs[i].key.dev == dev && aggs[i].key.kind == HK_RQ_LAT)
+			return aggs[i].polled;
+	return 0;
+}
+
+static bool dev_listed(const __u32 *devs, int n, __u32 dev)
+{
+	for (int i = 0; i < n; i++)
+		if (devs[i] == dev)
+			return true;
+	return false;
+}
+
 static void dump_devs(struct hpoll *skel)
 {
 	int cfd = bpf_map__fd(skel->maps.dev_ctrs), kfd = bpf_map__fd(skel->maps.calib);
 	size_t vsz = (sizeof(struct dev_ctr) + 7) & ~7UL;
 	void *vals = calloc(ncpu, vsz);
-	__u32 key, *prev = NULL;
-	bool first = true;
+	/* every device with counters, a calibration or polled completions in its slots */
+	__u32 *devs = calloc(256 + 256 + (size_t)naggs, sizeof(*devs));
+	__u32 key, *prev;
+	int ndevs = 0;
 
-	/* every device with counters or a calibration */
 	printf(",\"devs\":[");
-	for (int pass = 0; pass < 2 && vals; pass++) {
+	for (int pass = 0; pass < 2 && devs; pass++) {
 		int fd = pass ? kfd : cfd;
 
 		prev = NULL;
-		while (bpf_map_get_next_key(fd, prev, &key) == 0) {
-			struct dev_ctr agg = {};
-			struct dev_calib cal = {};
-
+		while (bpf_map_get_next_key(fd, prev, &key) == 0 && ndevs < 512) {
 			prev = &key;
-			if (pass && !bpf_map_lookup_elem(cfd, &key, vals))
-				continue; /* printed in the first pass */
-			if (!bpf_map_lookup_elem(cfd, &key, vals))
-				for (int c = 0; c < ncpu; c++) {
-					struct dev_ctr *d = (struct dev_ctr *)((char *)vals + c * vsz);
-
-					agg.polled_ios += d->polled_ios;
-					agg.exact += d->exact;
-					agg.calibrated += d->calibrated;
-					agg.unmatched += d->unmatched;
-					agg.waits += d->waits;
-					agg.inflight_sum += d->inflight_sum;
-					agg.gaps += d->gaps;
-					agg.gap_ns += d->gap_ns;
-					agg.gap_k += d->gap_k;
-					agg.gap_kk += d->gap_kk;
-					agg.gap_kns += d->gap_kns;
-					agg.reap_ns += d->reap_ns;
-					agg.reaped += d->reaped;
-					agg.lead_ns += d->lead_ns;
-					agg.leads += d->leads;
-					agg.looks += d->looks;
-					agg.look_ns += d->look_ns;
-					agg.look_k += d->look_k;
-					agg.look_kk += d->look_kk;
-					agg.look_kns += d->look_kns;
-					agg.wake_look_ns += d->wake_look_ns;
-				}
-			bpf_map_lookup_elem(kfd, &key, &cal);
-			printf("%s{\"dev\":\"%u:%u\",\"polled_ios\":%llu,\"classified_exact\":%llu,"
-			       "\"classified_calibrated\":%llu,\"sleeps_unmatched\":%llu,\"min_found_ns\":%llu,"
-			       "\"found_threshold_ns\":%llu,\"min_dev_ns\":%llu,\"waits\":%llu,"
-			       "\"inflight_sum\":%llu,\"gaps\":%llu,\"gap_ns\":%llu,\"gap_k\":%llu,"
-			       "\"gap_kk\":%llu,\"gap_kns\":%llu,\"reap_ns\":%llu,\"reaped\":%llu,"
-			       "\"lead_ns\":%llu,\"leads\":%llu,\"looks\":%llu,\"look_ns\":%llu,"
-			       "\"look_k\":%llu,\"look_kk\":%llu,\"look_kns\":%llu,\"wake_look_ns\":%llu}",
-			       first ? "" : ",",
-			       key >> 20, key & 0xfffff, (unsigned long long)agg.polled_ios,
-			       (unsigned long long)agg.exact, (unsigned long long)agg.calibrated,
-			       (unsigned long long)agg.unmatched, (unsigned long long)cal.min_found_ns,
-			       (unsigned long long)(cal.min_found_ns * opt.calib_pct / 100),
-			       (unsigned long long)cal.min_dev_ns, (unsigned long long)agg.waits,
-			       (unsigned long long)agg.inflight_sum, (unsigned long long)agg.gaps,
-			       (unsigned long long)agg.gap_ns, (unsigned long long)agg.gap_k,
-			       (unsigned long long)agg.gap_kk, (unsigned long long)agg.gap_kns,
-			       (unsigned long long)agg.reap_ns, (unsigned long long)agg.reaped,
-			       (unsigned long long)agg.lead_ns, (unsigned long long)agg.leads,
-			       (unsigned long long)agg.looks, (unsigned long long)agg.look_ns,
-			       (unsigned long long)agg.look_k, (unsigned long long)agg.look_kk,
-			       (unsigned long long)agg.look_kns, (unsigned long long)agg.wake_look_ns);
-			first = false;
+			if (!dev_listed(devs, ndevs, key))
+				devs[ndevs++] = key;
 		}
 	}
+	for (int i = 0; devs && i < naggs; i++)
+		if (aggs[i].key.kind == HK_RQ_LAT && aggs[i].polled && !dev_listed(devs, ndevs, aggs[i].key.dev))
+			devs[ndevs++] = aggs[i].key.dev;
+	for (int n = 0; n < ndevs && vals; n++) {
+		struct dev_ctr agg = {};
+		struct dev_calib cal = {};
+
+		key = devs[n];
+		if (!bpf_map_lookup_elem(cfd, &key, vals))
+			for (int c = 0; c < ncpu; c++) {
+				struct dev_ctr *d = (struct dev_ctr *)((char *)vals + c * vsz);
+
+				agg.polled_ios += d->polled_ios;
+				agg.exact += d->exact;
+				agg.calibrated += d->calibrated;
+				agg.unmatched += d->unmatched;
+				agg.waits += d->waits;
+				agg.inflight_sum += d->inflight_sum;
+				agg.gaps += d->gaps;
+				agg.gap_ns += d->gap_ns;
+				agg.gap_k += d->gap_k;
+				agg.gap_kk += d->gap_kk;
+				agg.gap_kns += d->gap_kns;
+				agg.reap_ns += d->reap_ns;
+				agg.reaped += d->reaped;
+				agg.lead_ns += d->lead_ns;
+				agg.leads += d->leads;
+				agg.looks += d->looks;
+				agg.look_ns += d->look_ns;
+				agg.look_k += d->look_k;
+				agg.look_kk += d->look_kk;
+				agg.look_kns += d->look_kns;
+				agg.wake_look_ns += d->wake_look_ns;
+			}
+		agg.polled_ios += slot_polled(key);
+		bpf_map_lookup_elem(kfd, &key, &cal);
+		printf("%s{\"dev\":\"%u:%u\",\"polled_ios\":%llu,\"classified_exact\":%llu,"
+		       "\"classified_calibrated\":%llu,\"sleeps_unmatched\":%llu,\"min_found_ns\":%llu,"
+		       "\"found_threshold_ns\":%llu,\"min_dev_ns\":%llu,\"waits\":%llu,"
+		       "\"inflight_sum\":%llu,\"gaps\":%llu,\"gap_ns\":%llu,\"gap_k\":%llu,"
+		       "\"gap_kk\":%llu,\"gap_kns\":%llu,\"reap_ns\":%llu,\"reaped\":%llu,"
+		       "\"lead_ns\":%llu,\"leads\":%llu,\"looks\":%llu,\"look_ns\":%llu,"
+		       "\"look_k\":%llu,\"look_kk\":%llu,\"look_kns\":%llu,\"wake_look_ns\":%llu}",
+		       n ? "," : "",
+		       key >> 20, key & 0xfffff, (unsigned long long)agg.polled_ios,
+		       (unsigned long long)agg.exact, (unsigned long long)agg.calibrated,
+		       (unsigned long long)agg.unmatched, (unsigned long long)cal.min_found_ns,
+		       (unsigned long long)(cal.min_found_ns * opt.calib_pct / 100),
+		       (unsigned long long)cal.min_dev_ns, (unsigned long long)agg.waits,
+		       (unsigned long long)agg.inflight_sum, (unsigned long long)agg.gaps,
+		       (unsigned long long)agg.gap_ns, (unsigned long long)agg.gap_k,
+		       (unsigned long long)agg.gap_kk, (unsigned long long)agg.gap_kns,
+		       (unsigned long long)agg.reap_ns, (unsigned long long)agg.reaped,
+		       (unsigned long long)agg.lead_ns, (unsigned long long)agg.leads,
+		       (unsigned long long)agg.looks, (unsigned long long)agg.look_ns,
+		       (unsigned long long)agg.look_k, (unsigned long long)agg.look_kk,
+		       (unsigned long long)agg.look_kns, (unsigned long long)agg.wake_look_ns);
+	}
 	printf("]");
+	free(devs);
 	free(vals);
 }
 

@@ -144,7 +144,7 @@ function wakeOverhead(h: BucketHist | undefined): Dist | undefined {
   return { pieces: d.pieces.map((q) => ({ lo: q.lo + offset, hi: q.hi + offset, p: q.p })) };
 }
 
-/** wake_ovh's aux: the mean stretch from D's origin to the sleep's start; undefined when not counted. */
+/** The mean stretch from D's origin in h's aux (wake_ovh: to the sleep's start; iopoll: to the slept loop's start); undefined when not counted. */
 function originOffset(h: BucketHist | undefined): number | undefined {
   const offset = h && h.aux1 > 0 ? h.aux0 / h.aux1 : 0;
   return offset > 0 && Number.isFinite(offset) ? offset : undefined;
@@ -153,15 +153,16 @@ function originOffset(h: BucketHist | undefined): number | undefined {
 /**
  * The QD1 model's L and R (CostModel) on the fentry path, where the measured spin is the poll loop:
  * a classic loop starts polling L after D's origin, and every loop spends R per I/O on completions
- * after its finding poll. L is the origin → sleep-start stretch of the slept I/Os (a hybrid loop
- * arms its sleep at its first look, so this is the submission's rest and the waiting call's entry;
- * it errs high by the few instructions from the loop's start to the timer); 0 without it. Only for
+ * after its finding poll. L is the origin → loop-start stretch of the slept I/Os (the submission's
+ * rest and the waiting call's entry: where the exporter's spin of a classic loop starts), from
+ * iopoll's aux; a loader without it gives the origin → sleep-start stretch in wake_ovh's aux, which
+ * errs high by the loop start's own BPF and the path to the timer; 0 without either. Only for
  * F_D from found times, whose origin and end these are: rq_lat (allocation → reaped) holds the
  * reaping already. The tracepoint path's spin is the whole busy window: neither applies.
  */
 function loopCosts(w: DeviceWindow, source: DeviceTimeSource, costs: PollerCosts | undefined): { pollStartNs: number; loopReapNs: number } | undefined {
   if (!costs || source === 'rq_lat') return undefined;
-  return { pollStartNs: originOffset(w.hists.wake_ovh) ?? 0, loopReapNs: costs.loopReapNs };
+  return { pollStartNs: originOffset(w.hists.iopoll) ?? originOffset(w.hists.wake_ovh) ?? 0, loopReapNs: costs.loopReapNs };
 }
 
 /** The policy the kernel runs, from era and setting, checked against whether anything was seen sleeping. */

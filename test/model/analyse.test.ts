@@ -108,6 +108,23 @@ describe('analyse', () => {
     expect(t.measured!.cpuPerIoNs - plain.current.outcome.cpuNs).toBeGreaterThan(REAP_NS - grid);
   });
 
+  it('fentry path: L is the slept I/Os\' origin → loop-start offset (iopoll\'s aux) where the loader counts it, not the later sleep start', () => {
+    // the loader records the previous loop at the loop's start, before the sleep: the sleep starts
+    // 1.2 µs after the loop does, and a classic loop polls from the loop's start
+    const hybrid = { n: 50_000, ...tight(7), sleepNs: 5000, cswNs: 1500, offsetNs: 2000 };
+    const w = windowOf(hybrid);
+    const classicRun = analyse(windowOf({ ...hybrid, sleepNs: 0 }), OPTS)!;
+    const sleeps = w.hists.wake_ovh!.aux1;
+    const later = { ...w.hists.wake_ovh!, aux0: w.hists.wake_ovh!.aux0 + 1200 * sleeps };
+    const withLoop = analyse({ ...w, hists: { ...w.hists, wake_ovh: later, iopoll: { ...w.hists.iopoll!, aux0: 2000 * sleeps, aux1: sleeps } } }, OPTS)!;
+    const withoutLoop = analyse({ ...w, hists: { ...w.hists, wake_ovh: later, iopoll: { ...w.hists.iopoll!, aux0: 0, aux1: 0 } } }, OPTS)!;
+    const classic = (t: ModelTarget) => t.policies.find((r) => r.policy === 'classic')!.cpuNs;
+    const grid = (2 / 9 / 8) * withLoop.deviceTime.meanNs;
+    expect(Math.abs(classic(withLoop) - classicRun.measured!.cpuPerIoNs)).toBeLessThan(grid);
+    // from the sleep's start the classic loop would poll 1.2 µs later than it does
+    expect(classic(withLoop) - classic(withoutLoop)).toBeCloseTo(1200, -2);
+  });
+
   it('reports oversleep when the kernel sleeps past the device time', () => {
     const w = windowOf({ n: 20_000, ...tight(3), sleepNs: 11_000, cswNs: 1500 });
     const t = analyse(w, OPTS)!;

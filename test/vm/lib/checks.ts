@@ -388,12 +388,15 @@ export function check5(s: SessionRuns, sc: Scenario): CheckResult[] {
 
 function check5Rows(s: SessionRuns, sc: Scenario): CheckResult[] {
   const pairs = s.pairs(sc.id, ['fentry', 'hybrid'], ['fentry', 'poll']);
-  const pred = paired(pairs, (h, c) => relErr(h.exporter?.modelClassicCpuPerIo, c.driver.waitCpuPerIo), BOUNDS.model);
+  // The model's CPU is the exporter's (spin in the poll loop), which holds neither the per-call
+  // syscall residue nor the loop-edge BPF that the poller's wait phase holds: the prediction is
+  // judged with the classic run's own residue and edge added, the sum check 2 closes within ±5 %
+  // for the exporter's spin on that run (docs/validation.md, "The model at depth").
+  const edgeOf = (c: RunFigures) => (c.driver.syscallResidueSeconds + outsideWindow(c)) / c.driver.ios;
+  const pred = paired(pairs, (h, c) => relErr((h.exporter?.modelClassicCpuPerIo ?? NaN) + edgeOf(c), c.driver.waitCpuPerIo), BOUNDS.model);
   const premises = pairs.map(([h, c]) => modelPremises(h, c));
-  // The exporter's own figure on the classic run (spin in the poll loop, without the per-call
-  // syscall residue and loop-edge BPF that the wait phase holds) is shown beside: the model's CPU
-  // is in that domain (docs/validation.md, "The model at depth": at QD4 the gap follows E[D]).
-  const detail = pairs.map(([h, c], i) => `predicted ${us(h.exporter?.modelClassicCpuPerIo)}/IO vs classic run's polling CPU ${us(c.driver.waitCpuPerIo)}/IO ` +
+  // The exporter's own figure on the classic run is shown beside (at QD4 the gap follows E[D]).
+  const detail = pairs.map(([h, c], i) => `predicted ${us(h.exporter?.modelClassicCpuPerIo)}/IO + syscall residue and loop-edge BPF ${us(edgeOf(c))}/IO vs classic run's polling CPU ${us(c.driver.waitCpuPerIo)}/IO ` +
     `[total ${us(c.driver.cpuPerIo)}/IO; the exporter's on that run ${us(c.exporter?.measuredCpuPerIo)}/IO (${pct(relErr(h.exporter?.modelClassicCpuPerIo, c.exporter?.measuredCpuPerIo))}); ` +
     `premises ${premises[i]!.holds ? 'hold' : 'VIOLATED'}: ${premises[i]!.evidence}]`).join('; ');
   const h = s.get(sc.id, 'fentry', 'hybrid');
