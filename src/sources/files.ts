@@ -1,7 +1,7 @@
 // File access at the edge: bounded reads, so a huge or never-ending file cannot exhaust memory.
 import { constants } from 'node:fs';
-import { closeSync, openSync, readSync } from 'node:fs';
-import { open, readdir, realpath } from 'node:fs/promises';
+import { closeSync, openSync, read, readSync } from 'node:fs';
+import { readdir, realpath } from 'node:fs/promises';
 
 export const DEFAULT_MAX_BYTES = 64 * 1024;
 
@@ -9,11 +9,11 @@ export class FileTooLargeError extends Error {}
 
 /**
  * Read a whole small file; refuse files larger than maxBytes. O_NONBLOCK keeps open() on a FIFO
- * planted in a tree given with --path.* from blocking a libuv thread (and every later scrape)
- * forever; a device node is cut off at maxBytes like any file. O_NOFOLLOW: kernel attribute files
- * are never symlinks, and one planted in a writable tree must not make the exporter (often root)
- * quote another file in its errors. No fstat: it would add a thread-pool round trip to every
- * file; the buffer grows instead (a 6 MB BTF takes a few doublings, once).
+ * planted in a tree given with --path.* from blocking forever (open(2) runs on the event loop,
+ * see readBounded); a device node is cut off at maxBytes like any file. O_NOFOLLOW: kernel
+ * attribute files are never symlinks, and one planted in a writable tree must not make the
+ * exporter (often root) quote another file in its errors. No fstat: it would add a system call to
+ * every file; the buffer grows instead (a 6 MB BTF takes a few doublings, once).
  */
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | constants.O_NOFOLLOW;
 
@@ -31,30 +31,52 @@ function checkSize(n: number, maxBytes: number): void {
   if (n > maxBytes) throw new FileTooLargeError(`larger than ${maxBytes} bytes: not read`);
 }
 
-export async function readBounded(path: string, maxBytes = DEFAULT_MAX_BYTES): Promise<Buffer> {
-  const fh = await open(path, OPEN_FLAGS).catch((e: unknown) => {
-    throw symlinkRefused(e);
+/**
+ * A short read is the end: regular files, sysfs attributes (one show() per read) and debugfs
+ * seq_files (filled up to the buffer) all end so. Saves a read per file, about a quarter of the
+ * file reading's time when each was a thread-pool round trip. Except whole pages: kernfs binary
+ * attributes (/sys/kernel/btf/vmlinux) return at most one page per read, so a short read of a
+ * multiple of 4096 bytes goes on until a read returns 0.
+ */
+function isLastRead(bytesRead: number, want: number): boolean {
+  return bytesRead === 0 || (bytesRead < want && bytesRead % 4096 !== 0);
+}
+
+/** One read(2) on the thread pool, where a read stuck in the kernel cannot hold the event loop. */
+function readOnPool(fd: number, buf: Buffer, offset: number, length: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    read(fd, buf, offset, length, null, (e, bytesRead) => (e ? reject(e) : resolve(bytesRead)));
   });
+}
+
+/**
+ * Only the read(2)s go to the thread pool: a sysfs attribute's show() runs in read and may wait
+ * on a lock (queue attributes take q->sysfs_lock, which a writer holds across a queue freeze),
+ * while open(2) and close(2) of a kernfs or debugfs file only set up and free the open file and
+ * return at once. Opening and closing in place saves two thread-pool round trips per file, and
+ * the FileHandle that fs/promises builds (and finalises) for each.
+ */
+export async function readBounded(path: string, maxBytes = DEFAULT_MAX_BYTES): Promise<Buffer> {
+  let fd: number;
+  try {
+    fd = openSync(path, OPEN_FLAGS);
+  } catch (e) {
+    throw symlinkRefused(e);
+  }
   try {
     let buf = Buffer.allocUnsafe(Math.min(maxBytes + 1, 4096));
     let n = 0;
     for (;;) {
       buf = roomIn(buf, n, maxBytes);
       const want = buf.length - n;
-      const { bytesRead } = await fh.read(buf, n, want, null);
+      const bytesRead = await readOnPool(fd, buf, n, want);
       n += bytesRead;
       checkSize(n, maxBytes);
-      // A short read is the end: regular files, sysfs attributes (one show() per read) and
-      // debugfs seq_files (filled up to the buffer) all end so. Saves a thread-pool round trip
-      // per file, about a quarter of the file reading's time. Except whole pages: kernfs binary
-      // attributes (/sys/kernel/btf/vmlinux) return at most one page per read, so a short read
-      // of a multiple of 4096 bytes goes on until a read returns 0.
-      if (bytesRead === 0 || (bytesRead < want && bytesRead % 4096 !== 0)) break;
+      if (isLastRead(bytesRead, want)) break;
     }
     return buf.subarray(0, n);
   } finally {
-    // Not awaited: the content is complete, the scrape need not wait for close(2).
-    fh.close().catch(() => {});
+    closeSync(fd);
   }
 }
 
