@@ -1,6 +1,6 @@
 // File access at the edge: bounded reads, so a huge or never-ending file cannot exhaust memory.
 import { constants } from 'node:fs';
-import { closeSync, openSync, read, readSync } from 'node:fs';
+import { closeSync, openSync, read, readdirSync, readSync, realpathSync } from 'node:fs';
 import { readdir, realpath } from 'node:fs/promises';
 
 export const DEFAULT_MAX_BYTES = 64 * 1024;
@@ -108,6 +108,40 @@ export function readBoundedSync(path: string, maxBytes: number): Buffer {
   }
 }
 
+/** The buffer of readTextSync, kept between reads: the text is decoded before the next read. */
+let scratch: Buffer<ArrayBuffer> = Buffer.allocUnsafe(4096);
+
+/**
+ * readText, synchronously, for kernel files whose read(2) cannot block (see the callers): no
+ * thread-pool round trip, and one buffer for all of them. Ends on a short read as readBounded
+ * does, so both return the same text for the same file.
+ */
+export function readTextSync(path: string, maxBytes = DEFAULT_MAX_BYTES): string {
+  let fd: number;
+  try {
+    fd = openSync(path, OPEN_FLAGS);
+  } catch (e) {
+    throw symlinkRefused(e);
+  }
+  try {
+    let buf = scratch;
+    let n = 0;
+    for (;;) {
+      buf = roomIn(buf, n, maxBytes);
+      const want = buf.length - n;
+      const bytesRead = readSync(fd, buf, n, want, null);
+      n += bytesRead;
+      checkSize(n, maxBytes);
+      if (isLastRead(bytesRead, want)) break;
+    }
+    // Grown for a large file: kept up to the default bound, so it stays small.
+    if (buf.length <= DEFAULT_MAX_BYTES + 1) scratch = buf;
+    return buf.toString('utf8', 0, n);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 export async function readText(path: string, maxBytes = DEFAULT_MAX_BYTES): Promise<string> {
   return (await readBounded(path, maxBytes)).toString('utf8');
 }
@@ -136,6 +170,16 @@ export async function listDir(path: string): Promise<string[] | undefined> {
   }
 }
 
+/** listDir, synchronously (see readTextSync). */
+export function listDirSync(path: string): string[] | undefined {
+  try {
+    return readdirSync(path).sort();
+  } catch (e) {
+    if (isMissing(e)) return undefined;
+    throw e;
+  }
+}
+
 /**
  * Whether `path` resolves (symlinks followed) to `realRoot` (already resolved, see realRoot) or
  * below. sysfs block/<dev> entries are symlinks into ../devices, so links are normal; one that
@@ -144,12 +188,25 @@ export async function listDir(path: string): Promise<string[] | undefined> {
  */
 export async function resolvesWithin(realRootPath: string, path: string): Promise<boolean> {
   try {
-    const p = await realpath(path);
-    return p === realRootPath || p.startsWith(realRootPath.endsWith('/') ? realRootPath : `${realRootPath}/`);
+    return isWithin(realRootPath, await realpath(path));
   } catch (e) {
     if (isMissing(e)) return true;
     throw e;
   }
+}
+
+/** resolvesWithin, synchronously (see readTextSync); realpath(3) as the async one uses. */
+export function resolvesWithinSync(realRootPath: string, path: string): boolean {
+  try {
+    return isWithin(realRootPath, realpathSync.native(path));
+  } catch (e) {
+    if (isMissing(e)) return true;
+    throw e;
+  }
+}
+
+function isWithin(realRootPath: string, p: string): boolean {
+  return p === realRootPath || p.startsWith(realRootPath.endsWith('/') ? realRootPath : `${realRootPath}/`);
 }
 
 /** A tree root with symlinks resolved (itself when it cannot be resolved: its reads will fail). */

@@ -1,11 +1,12 @@
 // Reads sysfs, debugfs and procfs into a HostReading. All file access of the sources lives here;
 // parsing is delegated to the pure parsers beside this file.
-import { lstat } from 'node:fs/promises';
+import { lstatSync } from 'node:fs';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { join } from 'node:path';
 import type { CollectorName, CollectorResult } from '../snapshot/types.js';
 import { btfFeatures, detectEra, parseOsRelease } from './era.js';
 import { parseBtf } from './btf.js';
-import { errnoOf, isMissing, listDir, messageOf, readBoundedSync, readText, realRoot, resolvesWithin } from './files.js';
+import { errnoOf, isMissing, listDir, listDirSync, messageOf, readBoundedSync, readText, readTextSync, realRoot, resolvesWithin, resolvesWithinSync } from './files.js';
 import { parseHctxIoPoll, parseHctxType } from './hctx.js';
 import { parsePollStat } from './pollStat.js';
 import { parseDevNum, parseIntFile, parseIoPoll, parseIoPollDelay } from './queue.js';
@@ -52,9 +53,28 @@ async function readParsed<T>(path: string, parse: (t: string) => Parsed<T>, erro
   try {
     text = await readText(path);
   } catch (e) {
-    if (!isMissing(e)) errors.push({ file: path, message: messageOf(e) });
-    return undefined;
+    return unreadable(path, e, errors);
   }
+  return parsedOrRecorded(path, text, parse, errors);
+}
+
+/** readParsed, synchronously: for the debugfs files (see readDebugfsDevices). */
+function readParsedSync<T>(path: string, parse: (t: string) => Parsed<T>, errors: Errors): T | undefined {
+  let text: string;
+  try {
+    text = readTextSync(path);
+  } catch (e) {
+    return unreadable(path, e, errors);
+  }
+  return parsedOrRecorded(path, text, parse, errors);
+}
+
+function unreadable(path: string, e: unknown, errors: Errors): undefined {
+  if (!isMissing(e)) errors.push({ file: path, message: messageOf(e) });
+  return undefined;
+}
+
+function parsedOrRecorded<T>(path: string, text: string, parse: (t: string) => Parsed<T>, errors: Errors): T | undefined {
   const r = parse(text);
   if (!r.ok) {
     errors.push({ file: path, message: r.error });
@@ -62,6 +82,13 @@ async function readParsed<T>(path: string, parse: (t: string) => Parsed<T>, erro
   }
   return r.value;
 }
+
+/**
+ * The longest the debugfs reading holds the event loop before it lets other work (HTTP, the BPF
+ * reply) run: its reads are synchronous. On a real debugfs 64 devices take ~2 ms in all; this
+ * bounds a slow tree given with --path.debugfs.
+ */
+export const SYNC_SLICE_MS = 10;
 
 /** How long a device's debugfs listing and hctx types are trusted before they are read again. */
 export const STATIC_REFRESH_MS = 60_000;
@@ -152,7 +179,7 @@ export class HostReader {
         if (present === undefined) {
           return { value: debugfsEvidence, error: `no ${root}: debugfs not mounted or CONFIG_BLK_DEBUG_FS off` };
         }
-        await Promise.all(devices.filter((d) => present.includes(d.device)).map((d) => this.readDebugfsDevice(d)));
+        await this.readDebugfsDevices(devices.filter((d) => present.includes(d.device)));
         return {
           value: {
             hctxIoPoll: devices.some((d) => (d.hctxIoPoll?.length ?? 0) > 0),
@@ -194,7 +221,7 @@ export class HostReader {
   private async readSysfsDevice(d: DeviceReading): Promise<void> {
     const dir = join(this.opts.paths.sysfs, 'block', d.device);
     const known = this.sysfsStatic.get(d.device);
-    const ino = await identity(dir, d);
+    const ino = identity(dir, d);
     if (ino === undefined) return; // gone since the listing (or unreadable: recorded)
     const st = known?.ino === ino ? known : await this.readSysfsStatic(dir, ino);
     // Only a clean reading is kept: an error is read (and reported) again next scrape.
@@ -219,28 +246,44 @@ export class HostReader {
   }
 
   /**
+   * The debugfs files are read synchronously, each device in turn, giving the event loop back
+   * every SYNC_SLICE_MS. They are blk-mq's debugfs attributes (poll_stat, each hctx's type and
+   * io_poll), whose show() prints in-memory counters under no lock, so a read returns at once and
+   * cannot hang the way a sysfs queue attribute can (those stay on the thread pool, see
+   * readBounded). It saves the thread-pool round trip per file that was most of their time.
+   */
+  private async readDebugfsDevices(devices: DeviceReading[]): Promise<void> {
+    let sliceStart = performance.now();
+    for (const d of devices) {
+      this.readDebugfsDevice(d);
+      if (performance.now() - sliceStart >= SYNC_SLICE_MS) {
+        await nextTurn();
+        sliceStart = performance.now();
+      }
+    }
+  }
+
+  /**
    * Per scrape: poll_stat and the hctx io_poll counters, only those the device's directory had
    * (io_poll is gone on 5.16+, poll_stat on 6.4+: never opened there). The listing and the hctx
    * types are kept for the device's lifetime and refreshed every STATIC_REFRESH_MS, because a
    * controller reset can remap hardware queues under the same directory.
    */
-  private async readDebugfsDevice(d: DeviceReading): Promise<void> {
+  private readDebugfsDevice(d: DeviceReading): void {
     const dir = join(this.opts.paths.debugfs, 'block', d.device);
     const known = this.debugfsStatic.get(d.device);
-    const ino = await identity(dir, d);
+    const ino = identity(dir, d);
     if (ino === undefined) return;
     const now = Date.now();
     const fresh = known?.ino === ino && now - known.readAtMs < STATIC_REFRESH_MS ? known : undefined;
-    const st = fresh ?? (await this.readDebugfsStatic(dir, ino, now));
+    const st = fresh ?? this.readDebugfsStatic(dir, ino, now);
     if (st.errors.length === 0) this.debugfsStatic.set(d.device, st);
     else this.debugfsStatic.delete(d.device);
     if (!st.listed) return void d.errors.push(...st.errors);
     d.hctxByType = st.byType;
-    const [pollStat, ...counters] = await Promise.all([
-      st.pollStat ? readParsed(join(dir, 'poll_stat'), parsePollStat, d.errors) : { kind: 'absent' as const },
-      // The static reading just read the counters: not read twice in one scrape.
-      ...st.hctxIoPoll.map((h, i) => (fresh ? readParsed(join(dir, h, 'io_poll'), (t) => parseHctxIoPoll(h, t), d.errors) : st.firstCounters[i])),
-    ]);
+    const pollStat = st.pollStat ? readParsedSync(join(dir, 'poll_stat'), parsePollStat, d.errors) : { kind: 'absent' as const };
+    // The static reading just read the counters: not read twice in one scrape.
+    const counters = st.hctxIoPoll.map((h, i) => (fresh ? readParsedSync(join(dir, h, 'io_poll'), (t) => parseHctxIoPoll(h, t), d.errors) : st.firstCounters[i]));
     if (pollStat) d.pollStat = pollStat;
     const present = counters.filter((c) => c !== undefined);
     if (present.length > 0) d.hctxIoPoll = present;
@@ -250,32 +293,27 @@ export class HostReader {
     if ((st.pollStat && !pollStat) || present.length < st.hctxIoPoll.length) this.debugfsStatic.delete(d.device);
   }
 
-  private async readDebugfsStatic(dir: string, ino: string, now: number): Promise<DebugfsStatic> {
+  private readDebugfsStatic(dir: string, ino: string, now: number): DebugfsStatic {
     const errors: Errors = [];
     const st: DebugfsStatic = { ino, readAtMs: now, listed: false, pollStat: false, byType: {}, hctxIoPoll: [], firstCounters: [], errors };
-    if (!(await containedIn(this.realRoots.debugfs, dir, errors))) return st;
+    if (!containedInSync(this.realRoots.debugfs, dir, errors)) return st;
     let entries: string[];
     try {
-      entries = (await listDir(dir)) ?? [];
+      entries = listDirSync(dir) ?? [];
     } catch (e) {
       errors.push({ file: dir, message: messageOf(e) });
       return st;
     }
     st.listed = true;
     st.pollStat = entries.includes('poll_stat');
-    const hctxs = entries.filter((e) => /^hctx\d+$/.test(e));
-    const read = await Promise.all(
-      hctxs.map(async (h) => {
-        const type = await readParsed(join(dir, h, 'type'), parseHctxType, errors);
-        if (type) st.byType[type] = (st.byType[type] ?? 0) + 1;
-        return readParsed(join(dir, h, 'io_poll'), (t) => parseHctxIoPoll(h, t), errors);
-      }),
-    );
-    read.forEach((c, i) => {
-      if (c === undefined) return;
-      st.hctxIoPoll.push(hctxs[i]!);
-      st.firstCounters.push(c);
-    });
+    for (const h of entries.filter((e) => /^hctx\d+$/.test(e))) {
+      const type = readParsedSync(join(dir, h, 'type'), parseHctxType, errors);
+      if (type) st.byType[type] = (st.byType[type] ?? 0) + 1;
+      const counters = readParsedSync(join(dir, h, 'io_poll'), (t) => parseHctxIoPoll(h, t), errors);
+      if (counters === undefined) continue;
+      st.hctxIoPoll.push(h);
+      st.firstCounters.push(counters);
+    }
     return st;
   }
 
@@ -296,6 +334,20 @@ export class HostReader {
 /** A device directory that resolves outside its tree is not read (see resolvesWithin). */
 async function containedIn(realRootPath: string, dir: string, errors: Errors): Promise<boolean> {
   const inside = await resolvesWithin(realRootPath, dir).catch(() => true); // unreadable: the reads will say so
+  return insideOrRecorded(inside, realRootPath, dir, errors);
+}
+
+function containedInSync(realRootPath: string, dir: string, errors: Errors): boolean {
+  let inside: boolean;
+  try {
+    inside = resolvesWithinSync(realRootPath, dir);
+  } catch {
+    inside = true; // unreadable: the reads will say so
+  }
+  return insideOrRecorded(inside, realRootPath, dir, errors);
+}
+
+function insideOrRecorded(inside: boolean, realRootPath: string, dir: string, errors: Errors): boolean {
   if (!inside) errors.push({ file: dir, message: `resolves outside ${realRootPath}: not read` });
   return inside;
 }
@@ -304,10 +356,11 @@ async function containedIn(realRootPath: string, dir: string, errors: Errors): P
  * A device entry's identity (not followed): inode and change time. sysfs and debugfs give a
  * re-created device new inodes; the change time also tells a re-created fixture directory on a
  * file system that reuses inode numbers, and one whose entries changed (debugfs hctx dirs).
+ * Synchronous: lstat(2) is answered from the dentry or kernfs node, it runs no attribute show().
  */
-async function identity(path: string, d: DeviceReading): Promise<string | undefined> {
+function identity(path: string, d: DeviceReading): string | undefined {
   try {
-    const st = await lstat(path, { bigint: true });
+    const st = lstatSync(path, { bigint: true });
     return `${st.ino}/${st.ctimeNs}`;
   } catch (e) {
     if (!isMissing(e)) d.errors.push({ file: path, message: messageOf(e) });
