@@ -239,8 +239,10 @@ export class PositivePart {
       }
       // pieces ending at or below −x − span lie entirely below 0; the rest straddle it
       const k = restK[r]!;
-      for (let d = firstAbove(endMax, -x - span); d < above; d++) {
-        for (let j = 0; j < k; j++) widths[j] = restW[r * slots + j]!;
+      const first = firstAbove(endMax, -x - span);
+      // the straddlers share the other terms' widths: copy them once, the searched width goes last
+      if (first < above) for (let j = 0; j < k; j++) widths[j] = restW[r * slots + j]!;
+      for (let d = first; d < above; d++) {
         let count = k;
         if (width[d]! > 0) widths[count++] = width[d]!;
         combination(x + start[d]!, widths, count, pair);
@@ -275,6 +277,9 @@ export function expectPositive(terms: readonly Term[], shift: number, order: 0 |
 const kept = new Float64Array(32);
 /** combination's result: [P(· > 0), E[(·)⁺]] */
 const pair = new Float64Array(2);
+/** the box's vertices by mask and each one's sign parity (1: subtracted); grown on demand */
+let vertex = new Float64Array(16);
+let parity = new Uint8Array(16);
 
 /** One combination of pieces: writes order 0 and order 1 into `out` (they share every vertex). */
 function combination(x0: number, widths: Float64Array, count: number, out: Float64Array): void {
@@ -299,26 +304,40 @@ function combination(x0: number, widths: Float64Array, count: number, out: Float
     if (w < NARROW * scale) base += w / 2;
     else kept[k++] = w;
   }
-  // Σ over the 2^k vertices of the box with alternating signs, of x^k (order 0) and x^(k+1) (order 1).
-  let acc0 = 0;
-  let acc1 = 0;
   let prod = 1;
   for (let j = 0; j < k; j++) prod *= kept[j]!;
-  for (let mask = 0; mask < 1 << k; mask++) {
-    let x = base;
-    let odd = k & 1;
-    for (let j = 0; j < k; j++) {
-      if (mask & (1 << j)) {
-        x += kept[j]!;
-        odd ^= 1;
-      }
+  // Vertex `mask` is base plus the widths of its set bits, added in ascending bit order: built from
+  // the vertex without its highest bit in one addition each (the same sums, 2^k additions, not k·2^k).
+  const n = 1 << k;
+  if (vertex.length < n) {
+    vertex = new Float64Array(n);
+    parity = new Uint8Array(n);
+  }
+  vertex[0] = base;
+  parity[0] = k & 1;
+  for (let j = 0, half = 1; j < k; j++, half <<= 1) {
+    const w = kept[j]!;
+    for (let m = 0; m < half; m++) {
+      vertex[half + m] = vertex[m]! + w;
+      parity[half + m] = parity[m]! ^ 1;
     }
+  }
+  // Σ over the 2^k vertices with alternating signs, of x^k (order 0) and x^(k+1) (order 1).
+  let acc0 = 0;
+  let acc1 = 0;
+  for (let mask = 0; mask < n; mask++) {
+    const x = vertex[mask]!;
     if (x > 0) {
       // x^k by multiplication (k is small): Math.pow is the slowest step of this hot loop
       let xk = 1;
       for (let e = 0; e < k; e++) xk *= x;
-      acc0 += odd ? -xk : xk;
-      acc1 += odd ? -xk * x : xk * x;
+      if (parity[mask]) {
+        acc0 -= xk;
+        acc1 -= xk * x;
+      } else {
+        acc0 += xk;
+        acc1 += xk * x;
+      }
     }
   }
   // Clamp rounding noise into the valid range.
