@@ -126,18 +126,11 @@ const FACTORIAL = Float64Array.from({ length: 33 }, (_, n) => { let f = 1; for (
  * x_r, span σ_r) its pieces, sorted, split into three runs: entirely below 0 (worth 0), entirely
  * above (worth x_r + σ_r/2 + mid, summed by suffix sums in O(1)) and the few that straddle 0,
  * computed exactly. Binary search finds the runs, so one evaluation costs O(R·(log n + straddlers))
- * instead of O(R·n) with R = product of the other terms' sizes.
+ * instead of O(R·n) with R = product of the other terms' sizes. `positivePart` is the same sum at
+ * one shift, without the table of combinations (what a single evaluation does not need).
  */
 export class PositivePart {
-  /** searched term, as pieces of sign·X sorted by start: start, width, probability */
-  private readonly start: Float64Array;
-  private readonly width: Float64Array;
-  private readonly prob: Float64Array;
-  /** running max of start + width: the pieces before the first one above a bound all end below it */
-  private readonly endMax: Float64Array;
-  /** suffix sums of p and p·mid over the searched pieces (index n: 0) */
-  private readonly sufP: Float64Array;
-  private readonly sufMid: Float64Array;
+  private readonly searched: Searched;
   /** combinations of the other terms: atom part, probability, total width, uniform widths (stride `slots`) */
   private readonly restX: Float64Array;
   private readonly restP: Float64Array;
@@ -148,14 +141,142 @@ export class PositivePart {
   private readonly widths: Float64Array;
 
   constructor(terms: readonly Term[]) {
-    const lists = terms.map((t) => t.dist.pieces.filter((q) => q.p > 0));
-    let searched = 0;
-    lists.forEach((l, t) => {
-      if (l.length > lists[searched]!.length) searched = t;
+    const split = splitTerms(terms);
+    this.searched = split.searched;
+    const count = split.count;
+    this.slots = Math.max(1, split.others.length);
+    this.restX = new Float64Array(count);
+    this.restP = new Float64Array(count);
+    this.restSpan = new Float64Array(count);
+    this.restK = new Uint8Array(count);
+    this.restW = new Float64Array(count * this.slots);
+    this.widths = new Float64Array(terms.length);
+    const widths = this.widths;
+    forEachCombination(split, widths, (r, x, p, span, k) => {
+      this.restX[r] = x;
+      this.restP[r] = p;
+      this.restSpan[r] = span;
+      this.restK[r] = k;
+      for (let j = 0; j < k; j++) this.restW[r * this.slots + j] = widths[j]!;
     });
-    const sign = terms[searched]?.sign ?? 1;
+  }
+
+  /** The expectation (order 1) or probability (order 0) at this shift. */
+  at(shift: number, order: 0 | 1): number {
+    // Both orders come from the same pieces in one pass, and callers ask for the same shift in a
+    // row (spin, late and the oversleep probability of one sleep): remember the last one.
+    if (shift !== this.lastShift) this.evaluate(shift);
+    return this.last[order]!;
+  }
+
+  private lastShift = NaN;
+  private readonly last = new Float64Array(2);
+
+  private evaluate(shift: number): void {
+    const { searched, restX, restP, restSpan, restK, restW, slots, widths, last } = this;
+    last[0] = last[1] = 0;
+    for (let r = 0; r < restX.length; r++) {
+      const k = restK[r]!;
+      for (let j = 0; j < k; j++) widths[j] = restW[r * slots + j]!;
+      searched.add(shift + restX[r]!, restP[r]!, restSpan[r]!, widths, k, last);
+    }
+    this.lastShift = shift;
+  }
+}
+
+/**
+ * [P(shift + Σ signᵢ·Xᵢ > 0), E[(shift + Σ signᵢ·Xᵢ)⁺]] at one shift: PositivePart's sum, in the
+ * same order, with each combination of the other terms formed as it is visited instead of stored.
+ */
+export function positivePart(terms: readonly Term[], shift: number): [probability: number, expectation: number] {
+  const split = splitTerms(terms);
+  const widths = new Float64Array(terms.length);
+  const acc = new Float64Array(2);
+  forEachCombination(split, widths, (_, x, p, span, k) => split.searched.add(shift + x, p, span, widths, k, acc));
+  return [acc[0]!, acc[1]!];
+}
+
+/** One evaluation; prepare a PositivePart when evaluating the same terms at many shifts. */
+export function expectPositive(terms: readonly Term[], shift: number, order: 0 | 1): number {
+  return positivePart(terms, shift)[order];
+}
+
+/** The terms as the search sees them: the searched one, and the others' pieces with mass. */
+interface Split {
+  searched: Searched;
+  others: Piece[][];
+  signs: (1 | -1)[];
+  /** number of combinations of the others; 0 when a term has no mass (every value is 0) */
+  count: number;
+}
+
+function splitTerms(terms: readonly Term[]): Split {
+  const lists = terms.map((t) => t.dist.pieces.filter((q) => q.p > 0));
+  let searched = 0;
+  lists.forEach((l, t) => {
+    if (l.length > lists[searched]!.length) searched = t;
+  });
+  const others = lists.filter((_, t) => t !== searched);
+  return {
+    searched: new Searched(lists[searched] ?? [], terms[searched]?.sign ?? 1),
+    others,
+    signs: terms.filter((_, t) => t !== searched).map((t) => t.sign),
+    count: lists.some((l) => l.length === 0) ? 0 : others.reduce((a, l) => a * l.length, 1),
+  };
+}
+
+/**
+ * Odometer over the combinations of the other terms: calls `visit` with the index, atom part,
+ * probability, total width and number k of uniform widths, which it has written to widths[0..k).
+ */
+function forEachCombination(split: Split, widths: Float64Array, visit: (r: number, x: number, p: number, span: number, k: number) => void): void {
+  const { others, signs, count } = split;
+  const idx = new Int32Array(others.length);
+  for (let r = 0; r < count; r++) {
+    let p = 1;
+    let x = 0;
+    let span = 0;
+    let k = 0;
+    for (let t = 0; t < others.length; t++) {
+      const q = others[t]![idx[t]!]!;
+      p *= q.p;
+      if (q.hi === q.lo) x += signs[t]! * q.lo;
+      else {
+        // a negative uniform on (lo, hi] is a positive uniform of the same width starting at −hi
+        x += signs[t]! > 0 ? q.lo : -q.hi;
+        const w = q.hi - q.lo;
+        widths[k++] = w;
+        span += w;
+      }
+    }
+    visit(r, x, p, span, k);
+    let t = others.length - 1;
+    while (t >= 0 && ++idx[t]! === others[t]!.length) idx[t--] = 0;
+  }
+}
+
+/** The searched term: pieces of sign·X sorted by start, with the running sums the search needs. */
+class Searched {
+  /** start, width, probability of each piece */
+  private readonly start: Float64Array;
+  private readonly width: Float64Array;
+  private readonly prob: Float64Array;
+  /** running max of start + width: the pieces before the first one above a bound all end below it */
+  private readonly endMax: Float64Array;
+  /** suffix sums of p and p·mid (index n: 0) */
+  private readonly sufP: Float64Array;
+  private readonly sufMid: Float64Array;
+
+  /**
+   * The last two run bounds found: the odometer steps the other terms' atom part a little at a
+   * time, so the next bounds are usually within a piece or two of these.
+   */
+  private lastAbove = 0;
+  private lastFirst = 0;
+
+  constructor(list: readonly Piece[], sign: 1 | -1) {
     // sign·X on a piece (lo, hi] of X is a piece starting at lo (sign +) or −hi (sign −), same width
-    const mine = (lists[searched] ?? [])
+    const mine = list
       .map((q) => ({ start: sign > 0 ? q.lo : -q.hi, end: sign > 0 ? q.hi : -q.lo, width: q.hi - q.lo, p: q.p }))
       .sort((a, b) => a.start - b.start || a.width - b.width);
     const n = mine.length;
@@ -171,90 +292,48 @@ export class PositivePart {
       this.sufP[d] = this.sufP[d + 1]! + q.p;
       this.sufMid[d] = this.sufMid[d + 1]! + q.p * (q.start + q.width / 2);
     }
-
-    const others = lists.filter((_, t) => t !== searched);
-    const signs = terms.filter((_, t) => t !== searched).map((t) => t.sign);
-    // an empty term (no mass) leaves no combination: every value is 0
-    const count = lists.some((l) => l.length === 0) ? 0 : others.reduce((a, l) => a * l.length, 1);
-    this.slots = Math.max(1, others.length);
-    this.restX = new Float64Array(count);
-    this.restP = new Float64Array(count);
-    this.restSpan = new Float64Array(count);
-    this.restK = new Uint8Array(count);
-    this.restW = new Float64Array(count * this.slots);
-    this.widths = new Float64Array(terms.length);
-    // Odometer over the combinations of the other terms.
-    const idx = new Int32Array(others.length);
-    for (let r = 0; r < count; r++) {
-      let p = 1;
-      let x = 0;
-      let span = 0;
-      let k = 0;
-      for (let t = 0; t < others.length; t++) {
-        const q = others[t]![idx[t]!]!;
-        p *= q.p;
-        if (q.hi === q.lo) x += signs[t]! * q.lo;
-        else {
-          // a negative uniform on (lo, hi] is a positive uniform of the same width starting at −hi
-          x += signs[t]! > 0 ? q.lo : -q.hi;
-          const w = q.hi - q.lo;
-          this.restW[r * this.slots + k++] = w;
-          span += w;
-        }
-      }
-      this.restX[r] = x;
-      this.restP[r] = p;
-      this.restSpan[r] = span;
-      this.restK[r] = k;
-      let t = others.length - 1;
-      while (t >= 0 && ++idx[t]! === others[t]!.length) idx[t--] = 0;
-    }
   }
 
-  /** The expectation (order 1) or probability (order 0) at this shift. */
-  at(shift: number, order: 0 | 1): number {
-    // Both orders come from the same pieces in one pass, and callers ask for the same shift in a
-    // row (spin, late and the oversleep probability of one sleep): remember the last one.
-    if (shift !== this.lastShift) this.evaluate(shift);
-    return this.last[order]!;
-  }
-
-  private lastShift = NaN;
-  private readonly last = new Float64Array(2);
-
-  private evaluate(shift: number): void {
-    const { start, width, prob, endMax, sufP, sufMid, restX, restP, restSpan, restK, restW, slots, widths, last } = this;
+  /**
+   * Adds to acc [order 0, order 1] every piece's share with one combination of the other terms:
+   * atom part x (shift included), probability pr, total width span, uniform widths in widths[0..k).
+   */
+  add(x: number, pr: number, span: number, widths: Float64Array, k: number, acc: Float64Array): void {
+    const { start, width, prob, endMax, sufP, sufMid } = this;
     const n = start.length;
-    let p0 = 0;
-    let p1 = 0;
-    for (let r = 0; r < restX.length; r++) {
-      const x = shift + restX[r]!;
-      const span = restSpan[r]!;
-      const pr = restP[r]!;
-      // pieces with x + start > 0 lie entirely above 0: the indicator is 1, the positive part linear
-      const above = firstAbove(start, -x);
-      if (above < n) {
-        p0 += pr * sufP[above]!;
-        p1 += pr * ((x + span / 2) * sufP[above]! + sufMid[above]!);
-      }
-      // pieces ending at or below −x − span lie entirely below 0; the rest straddle it
-      const k = restK[r]!;
-      const first = firstAbove(endMax, -x - span);
-      // the straddlers share the other terms' widths: copy them once, the searched width goes last
-      if (first < above) for (let j = 0; j < k; j++) widths[j] = restW[r * slots + j]!;
-      for (let d = first; d < above; d++) {
-        let count = k;
-        if (width[d]! > 0) widths[count++] = width[d]!;
-        combination(x + start[d]!, widths, count, pair);
-        const q = pr * prob[d]!;
-        p0 += q * pair[0]!;
-        p1 += q * pair[1]!;
-      }
+    // pieces with x + start > 0 lie entirely above 0: the indicator is 1, the positive part linear
+    const above = (this.lastAbove = firstAboveNear(start, -x, this.lastAbove));
+    if (above < n) {
+      acc[0] = acc[0]! + pr * sufP[above]!;
+      acc[1] = acc[1]! + pr * ((x + span / 2) * sufP[above]! + sufMid[above]!);
     }
-    last[0] = p0;
-    last[1] = p1;
-    this.lastShift = shift;
+    // pieces ending at or below −x − span lie entirely below 0; the rest straddle it
+    const first = (this.lastFirst = firstAboveNear(endMax, -x - span, this.lastFirst));
+    for (let d = first; d < above; d++) {
+      let count = k;
+      if (width[d]! > 0) widths[count++] = width[d]!;
+      combination(x + start[d]!, widths, count, pair);
+      const q = pr * prob[d]!;
+      acc[0] = acc[0]! + q * pair[0]!;
+      acc[1] = acc[1]! + q * pair[1]!;
+    }
   }
+}
+
+/**
+ * firstAbove(a, v) started from `hint`, the answer for a nearby v: a few steps from there (the
+ * unique i with a[i − 1] ≤ v < a[i]), else the binary search. Its branches are what one
+ * evaluation spends most on when the other terms have many combinations.
+ */
+function firstAboveNear(a: Float64Array, v: number, hint: number): number {
+  const n = a.length;
+  let i = Math.min(hint, n);
+  for (let step = 0; step < 4; step++) {
+    if (i > 0 && a[i - 1]! > v) i--;
+    else if (i < n && !(a[i]! > v)) i++;
+    else return i;
+  }
+  return firstAbove(a, v);
 }
 
 /** Smallest index i with a[i] > v (a ascending); a.length when none. */
@@ -267,11 +346,6 @@ function firstAbove(a: Float64Array, v: number): number {
     else lo = mid + 1;
   }
   return lo;
-}
-
-/** One evaluation of a PositivePart; prepare one and call `at` when evaluating the same terms at many shifts. */
-export function expectPositive(terms: readonly Term[], shift: number, order: 0 | 1): number {
-  return new PositivePart(terms).at(shift, order);
 }
 
 const kept = new Float64Array(32);

@@ -8,7 +8,7 @@
 // 0 elsewhere, which is design.md's form): L, D's origin → the first look of a loop that does not
 // sleep (the rest of the submission, on CPU but outside the poll loop), and R, per I/O, the
 // completion work inside the loop after the poll that found it (in the measured spin).
-import { expectPositive, mean, PositivePart, restrictAbove, supportMin, totalMass } from './dist.js';
+import { expectPositive, mean, PositivePart, positivePart, restrictAbove, supportMin, totalMass } from './dist.js';
 import { POLICIES, type Dist, type PolicyName, type PolicyOutcome } from './types.js';
 
 export interface ModelParams {
@@ -115,12 +115,15 @@ export class CostModel {
    */
   mixedOutcome(slept: number, fS: Dist): Outcome {
     if (!(slept > 0) || !fS.pieces.length) return this.outcome(0);
-    const dMinusOMinusS = new PositivePart([
-      { dist: this.fD, sign: 1 },
-      { dist: this.fO, sign: -1 },
-      { dist: fS, sign: -1 },
-    ]);
-    const spinSlept = dMinusOMinusS.at(0, 1);
+    // one shift: evaluated as visited, not prepared (the |O|·|S| combinations are the model's bulk)
+    const [notOverslept, spinSlept] = positivePart(
+      [
+        { dist: this.fD, sign: 1 },
+        { dist: this.fO, sign: -1 },
+        { dist: fS, sign: -1 },
+      ],
+      0,
+    );
     const meanS = mean(fS);
     const lateSlept = this.noiseFree(spinSlept - (this.meanD - this.meanO - meanS));
     const spinNs = (1 - slept) * this.classicSpinNs + slept * spinSlept + this.loopReapNs;
@@ -134,7 +137,7 @@ export class CostModel {
       lateNs,
       latencyNs,
       cpuShare: cpuNs / (latencyNs + this.loopReapNs),
-      oversleepProbability: slept * (1 - dMinusOMinusS.at(0, 0)),
+      oversleepProbability: slept * (1 - notOverslept),
       meetsBudget: lateNs <= this.budgetNs * (1 + 1e-9),
     };
   }
@@ -258,8 +261,7 @@ function oracleOutcome(m: CostModel): Outcome {
   const pSleeps = totalMass(dSleeps);
   const excessOverC = expectPositive([{ dist: m.fD, sign: 1 }], -(c + m.pollStartNs), 1);
   const cpuNs = m.classicSpinNs - excessOverC + m.loopReapNs; // E[min((D − L)⁺, c)] + R
-  const sleepsMinusO = new PositivePart([{ dist: dSleeps, sign: 1 }, { dist: m.fO, sign: -1 }]);
-  const sleepNs = sleepsMinusO.at(0, 1);
+  const [sleepsAfterWake, sleepNs] = positivePart([{ dist: dSleeps, sign: 1 }, { dist: m.fO, sign: -1 }], 0);
   const lateNs = expectPositive([{ dist: m.fO, sign: 1 }, { dist: dSleeps, sign: -1 }], 0, 1);
   const latencyNs = m.meanD + lateNs;
   return {
@@ -269,7 +271,7 @@ function oracleOutcome(m: CostModel): Outcome {
     lateNs,
     latencyNs,
     cpuShare: cpuNs / (latencyNs + m.loopReapNs),
-    oversleepProbability: pSleeps - sleepsMinusO.at(0, 0),
+    oversleepProbability: pSleeps - sleepsAfterWake,
     meetsBudget: lateNs <= m.budgetNs * (1 + 1e-9),
   };
 }

@@ -3,7 +3,7 @@
 // distributions of atoms and uniform pieces (overlapping and unsorted too), random signs and shifts.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { expectPositive, PositivePart, type Term } from '../../src/model/dist.js';
+import { expectPositive, PositivePart, positivePart, type Term } from '../../src/model/dist.js';
 import type { Dist, Piece } from '../../src/model/types.js';
 
 const NARROW = 1e-4;
@@ -72,7 +72,16 @@ const dist = fc.array(piece, { minLength: 1, maxLength: 12 }).map((pieces): Dist
   const total = pieces.reduce((a, q) => a + q.p, 0);
   return { pieces: total > 0 ? pieces.map((q) => ({ ...q, p: q.p / total })) : pieces };
 });
-const term = fc.record({ dist, sign: fc.constantFrom<1 | -1>(1, -1) });
+/** As a histogram reads: contiguous pieces on a log grid, sorted, some empty, an atom at the top sometimes. */
+const histDist = fc
+  .record({ e: fc.double({ min: 0, max: 6, noNaN: true }), ratio: fc.double({ min: 1.01, max: 1.5, noNaN: true }), ps: fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 1, maxLength: 24 }), top: fc.boolean() })
+  .map(({ e, ratio, ps, top }): Dist => {
+    const pieces: Piece[] = ps.map((p, i) => ({ lo: 10 ** e * ratio ** i, hi: 10 ** e * ratio ** (i + 1), p }));
+    if (top) pieces.push({ lo: pieces[pieces.length - 1]!.hi, hi: pieces[pieces.length - 1]!.hi, p: 0.1 });
+    const total = pieces.reduce((a, q) => a + q.p, 0);
+    return { pieces: total > 0 ? pieces.map((q) => ({ ...q, p: q.p / total })) : pieces };
+  });
+const term = fc.record({ dist: fc.oneof(dist, histDist), sign: fc.constantFrom<1 | -1>(1, -1) });
 const terms = fc.array(term, { minLength: 1, maxLength: 3 });
 
 /** Both sides are sums of magnitude ≤ Σ E|X| + |shift|: compare at that scale (order 1) or absolutely (order 0). */
@@ -118,6 +127,46 @@ describe('PositivePart', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('gives the same value at a shift whatever it evaluated before (the search starts where the last one ended)', () => {
+    fc.assert(
+      fc.property(terms, fc.array(fc.double({ min: -1, max: 1, noNaN: true }), { minLength: 2, maxLength: 10 }), (ts, us) => {
+        const pp = new PositivePart(ts);
+        const scale = scaleOf(ts, 0);
+        for (const u of us) {
+          const fresh = new PositivePart(ts);
+          expect(pp.at(u * scale, 1)).toBe(fresh.at(u * scale, 1));
+          expect(pp.at(u * scale, 0)).toBe(fresh.at(u * scale, 0));
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('positivePart is PositivePart at one shift, to the bit', () => {
+    const check = (ts: readonly Term[], shift: number): void => {
+      const pp = new PositivePart(ts);
+      expect(positivePart(ts, shift)).toEqual([pp.at(shift, 0), pp.at(shift, 1)]);
+    };
+    fc.assert(
+      fc.property(terms, fc.double({ min: -1, max: 1, noNaN: true }), (ts, u) => {
+        check(ts, u * scaleOf(ts, 0));
+        // shifts at piece edges: a combination then starts or ends exactly at 0
+        for (const q of ts[ts.length - 1]!.dist.pieces) for (const shift of [-q.lo, -q.hi, q.lo, q.hi]) check(ts, shift);
+      }),
+      { numRuns: 300 },
+    );
+    const a: Term = { dist: { pieces: [{ lo: 3, hi: 3, p: 0.5 }, { lo: 7, hi: 7, p: 0.5 }] }, sign: 1 };
+    const zeroWidth: Term = { dist: { pieces: [{ lo: 2, hi: 2, p: 0.25 }, { lo: 2, hi: 5, p: 0.75 }] }, sign: -1 };
+    const empty: Term = { dist: { pieces: [] }, sign: 1 };
+    for (const ts of [[a], [a, a], [a, zeroWidth], [a, zeroWidth, zeroWidth], [a, empty], [empty]]) {
+      for (const shift of [-7, -5, -3, -2, 0, 2, 3]) {
+        check(ts, shift);
+        expect(positivePart(ts, shift)[1]).toBeCloseTo(reference(ts, shift, 1), 12);
+      }
+    }
+    expect(positivePart([a, empty], 0)).toEqual([0, 0]);
   });
 
   it('is 0 when a term has no mass, and expectPositive is one evaluation of it', () => {
