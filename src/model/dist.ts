@@ -275,22 +275,37 @@ class Searched {
   private lastFirst = 0;
 
   constructor(list: readonly Piece[], sign: 1 | -1) {
+    const n = list.length;
     // sign·X on a piece (lo, hi] of X is a piece starting at lo (sign +) or −hi (sign −), same width
-    const mine = list
-      .map((q) => ({ start: sign > 0 ? q.lo : -q.hi, end: sign > 0 ? q.hi : -q.lo, width: q.hi - q.lo, p: q.p }))
-      .sort((a, b) => a.start - b.start || a.width - b.width);
-    const n = mine.length;
-    this.start = Float64Array.from(mine, (q) => q.start);
-    this.width = Float64Array.from(mine, (q) => q.width);
-    this.prob = Float64Array.from(mine, (q) => q.p);
-    this.endMax = new Float64Array(n);
-    for (let d = 0, m = -Infinity; d < n; d++) this.endMax[d] = m = Math.max(m, mine[d]!.end);
-    this.sufP = new Float64Array(n + 1);
-    this.sufMid = new Float64Array(n + 1);
+    const startOf = (q: Piece): number => (sign > 0 ? q.lo : -q.hi);
+    const before = (a: Piece, b: Piece): number => startOf(a) - startOf(b) || (a.hi - a.lo) - (b.hi - b.lo);
+    // Histogram pieces come sorted: sort (stably, so in the same order) only when they are not.
+    let sorted: readonly Piece[] = list;
+    for (let d = 1; d < n; d++) {
+      if (before(list[d - 1]!, list[d]!) > 0) {
+        sorted = [...list].sort(before);
+        break;
+      }
+    }
+    // one buffer for the six arrays: a few hundred bytes, allocated on every evaluation's setup
+    const buf = new Float64Array(6 * n + 2);
+    this.start = buf.subarray(0, n);
+    this.width = buf.subarray(n, 2 * n);
+    this.prob = buf.subarray(2 * n, 3 * n);
+    this.endMax = buf.subarray(3 * n, 4 * n);
+    this.sufP = buf.subarray(4 * n, 5 * n + 1);
+    this.sufMid = buf.subarray(5 * n + 1, 6 * n + 2);
+    for (let d = 0, m = -Infinity; d < n; d++) {
+      const q = sorted[d]!;
+      this.start[d] = startOf(q);
+      this.width[d] = q.hi - q.lo;
+      this.prob[d] = q.p;
+      this.endMax[d] = m = Math.max(m, sign > 0 ? q.hi : -q.lo);
+    }
     for (let d = n - 1; d >= 0; d--) {
-      const q = mine[d]!;
-      this.sufP[d] = this.sufP[d + 1]! + q.p;
-      this.sufMid[d] = this.sufMid[d + 1]! + q.p * (q.start + q.width / 2);
+      const p = this.prob[d]!;
+      this.sufP[d] = this.sufP[d + 1]! + p;
+      this.sufMid[d] = this.sufMid[d + 1]! + p * (this.start[d]! + this.width[d]! / 2);
     }
   }
 
