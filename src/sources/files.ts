@@ -49,6 +49,15 @@ function readOnPool(fd: number, buf: Buffer, offset: number, length: number): Pr
   });
 }
 
+/** open(2) with OPEN_FLAGS; a symlink's refusal (O_NOFOLLOW) gets the error that says so. */
+function openRefusingSymlinks(path: string): number {
+  try {
+    return openSync(path, OPEN_FLAGS);
+  } catch (e) {
+    throw symlinkRefused(e);
+  }
+}
+
 /**
  * Only the read(2)s go to the thread pool: a sysfs attribute's show() runs in read and may wait
  * on a lock (queue attributes take q->sysfs_lock, which a writer holds across a queue freeze),
@@ -57,12 +66,7 @@ function readOnPool(fd: number, buf: Buffer, offset: number, length: number): Pr
  * the FileHandle that fs/promises builds (and finalises) for each.
  */
 export async function readBounded(path: string, maxBytes = DEFAULT_MAX_BYTES): Promise<Buffer> {
-  let fd: number;
-  try {
-    fd = openSync(path, OPEN_FLAGS);
-  } catch (e) {
-    throw symlinkRefused(e);
-  }
+  const fd = openRefusingSymlinks(path);
   try {
     let buf = Buffer.allocUnsafe(Math.min(maxBytes + 1, 4096));
     let n = 0;
@@ -87,12 +91,7 @@ export async function readBounded(path: string, maxBytes = DEFAULT_MAX_BYTES): P
  * kernel memory and cannot hang; O_NONBLOCK makes a FIFO planted in a --path.sysfs tree fail.
  */
 export function readBoundedSync(path: string, maxBytes: number): Buffer {
-  let fd: number;
-  try {
-    fd = openSync(path, OPEN_FLAGS);
-  } catch (e) {
-    throw symlinkRefused(e);
-  }
+  const fd = openRefusingSymlinks(path);
   try {
     let buf = Buffer.allocUnsafe(Math.min(maxBytes + 1, 1 << 20));
     let n = 0;
@@ -117,12 +116,7 @@ let scratch: Buffer<ArrayBuffer> = Buffer.allocUnsafe(4096);
  * does, so both return the same text for the same file.
  */
 export function readTextSync(path: string, maxBytes = DEFAULT_MAX_BYTES): string {
-  let fd: number;
-  try {
-    fd = openSync(path, OPEN_FLAGS);
-  } catch (e) {
-    throw symlinkRefused(e);
-  }
+  const fd = openRefusingSymlinks(path);
   try {
     let buf = scratch;
     let n = 0;
