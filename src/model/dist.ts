@@ -395,6 +395,29 @@ function combination(x0: number, widths: Float64Array, count: number, out: Float
   }
   let prod = 1;
   for (let j = 0; j < k; j++) prod *= kept[j]!;
+  if (k === 3) {
+    // Three uniform pieces (D − O − S from histograms, the bulk of the model): the loop below
+    // unrolled, the same vertices added to the sums in the same order (mask 0 is subtracted).
+    const v1 = base + kept[0]!;
+    const v2 = base + kept[1]!;
+    const v3 = v1 + kept[1]!;
+    const c = kept[2]!;
+    let acc0 = 0;
+    let acc1 = 0;
+    let x: number;
+    let xk: number;
+    if ((x = base) > 0) { xk = x * x * x; acc0 -= xk; acc1 -= xk * x; }
+    if ((x = v1) > 0) { xk = x * x * x; acc0 += xk; acc1 += xk * x; }
+    if ((x = v2) > 0) { xk = x * x * x; acc0 += xk; acc1 += xk * x; }
+    if ((x = v3) > 0) { xk = x * x * x; acc0 -= xk; acc1 -= xk * x; }
+    if ((x = base + c) > 0) { xk = x * x * x; acc0 += xk; acc1 += xk * x; }
+    if ((x = v1 + c) > 0) { xk = x * x * x; acc0 -= xk; acc1 -= xk * x; }
+    if ((x = v2 + c) > 0) { xk = x * x * x; acc0 -= xk; acc1 -= xk * x; }
+    if ((x = v3 + c) > 0) { xk = x * x * x; acc0 += xk; acc1 += xk * x; }
+    out[0] = Math.min(1, Math.max(0, acc0 / FACTORIAL[3]! / prod));
+    out[1] = Math.max(0, acc1 / FACTORIAL[4]! / prod);
+    return;
+  }
   // Vertex `mask` is base plus the widths of its set bits, added in ascending bit order: built from
   // the vertex without its highest bit in one addition each (the same sums, 2^k additions, not k·2^k).
   const n = 1 << k;
