@@ -10,13 +10,21 @@
 export const NB = 144;
 export const OVERFLOW = NB - 1;
 
-/** Inclusive upper bound of bucket i in ns; Infinity for the overflow bucket. */
-export function upperNs(i: number): number {
+/** upperNs by its formula, for the table below. */
+function upperOf(i: number): number {
   if (i >= OVERFLOW) return Infinity;
   if (i <= 4) return i;
   const e = Math.floor((i - 1) / 4) + 1;
   const s = (i - 1) % 4;
   return (5 + s) * 2 ** (e - 2);
+}
+
+/** Every bucket's upper bound: the model reads them for each piece of every distribution it builds. */
+const UPPER = Float64Array.from({ length: NB }, (_, i) => upperOf(i));
+
+/** Inclusive upper bound of bucket i in ns; Infinity for the overflow bucket. */
+export function upperNs(i: number): number {
+  return Number.isInteger(i) && i >= 0 && i < NB ? UPPER[i]! : upperOf(i);
 }
 
 /** Exclusive lower bound of bucket i in ns (−1 for bucket 0, which holds exactly 0). */

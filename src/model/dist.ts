@@ -32,7 +32,9 @@ export function distFromMasses(masses: readonly (readonly [number, number])[]): 
   const clean = masses.filter(([i, w]) => w > 0 && Number.isInteger(i) && i >= 0 && i < NB);
   const total = clean.reduce((a, [, w]) => a + w, 0);
   if (!(total > 0)) return undefined;
-  return { pieces: [...clean].sort((a, b) => a[0] - b[0]).map(([i, w]) => bucketPiece(i, w / total)) };
+  // histogram deltas come in index order: sort (stably, to the same order) only when they do not
+  const sorted = clean.every((m, j) => j === 0 || clean[j - 1]![0] <= m[0]) ? clean : [...clean].sort((a, b) => a[0] - b[0]);
+  return { pieces: sorted.map(([i, w]) => bucketPiece(i, w / total)) };
 }
 
 export function distFromHist(h: BucketHist | undefined): Dist | undefined {
