@@ -127,9 +127,10 @@ const FACTORIAL = Float64Array.from({ length: 33 }, (_, n) => { let f = 1; for (
  * The term with the most pieces is "searched": for each combination r of the other terms (offset
  * x_r, span σ_r) its pieces, sorted, split into three runs: entirely below 0 (worth 0), entirely
  * above (worth x_r + σ_r/2 + mid, summed by suffix sums in O(1)) and the few that straddle 0,
- * computed exactly. Binary search finds the runs, so one evaluation costs O(R·(log n + straddlers))
- * instead of O(R·n) with R = product of the other terms' sizes. `positivePart` is the same sum at
- * one shift, without the table of combinations (what a single evaluation does not need).
+ * computed exactly. A search from the last runs' bounds finds them, so one evaluation costs
+ * O(R·(log n + straddlers)) instead of O(R·n) with R = product of the other terms' sizes.
+ * `positivePart` is the same sum at one shift, without the table of combinations (what a single
+ * evaluation does not need).
  */
 export class PositivePart {
   private readonly searched: Searched;
