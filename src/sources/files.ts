@@ -180,17 +180,9 @@ export function listDirSync(path: string): string[] | undefined {
  * leaves the tree is not read, or its files' content would end up quoted in errors. A missing
  * path counts as inside: the reads report it.
  */
-export async function resolvesWithin(realRootPath: string, path: string): Promise<boolean> {
-  try {
-    return isWithin(realRootPath, await realpath(path));
-  } catch (e) {
-    if (isMissing(e)) return true;
-    throw e;
-  }
-}
-
-/** resolvesWithin, synchronously (see readTextSync); realpath(3) as the async one uses. */
-export function resolvesWithinSync(realRootPath: string, path: string): boolean {
+export function resolvesWithin(realRootPath: string, path: string): boolean {
+  // synchronous: resolving walks directory entries (lstat, readlink), which no kernfs or debugfs
+  // show() takes part in (see readTextSync)
   try {
     return isWithin(realRootPath, realpathSync.native(path));
   } catch (e) {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { CollectorName, CollectorResult } from '../snapshot/types.js';
 import { btfFeatures, detectEra, parseOsRelease } from './era.js';
 import { parseBtf } from './btf.js';
-import { errnoOf, isMissing, listDir, listDirSync, messageOf, readBoundedSync, readText, readTextSync, realRoot, resolvesWithin, resolvesWithinSync } from './files.js';
+import { errnoOf, isMissing, listDir, listDirSync, messageOf, readBoundedSync, readText, readTextSync, realRoot, resolvesWithin } from './files.js';
 import { parseHctxIoPoll, parseHctxType } from './hctx.js';
 import { parsePollStat } from './pollStat.js';
 import { parseDevNum, parseIntFile, parseIoPoll, parseIoPollDelay } from './queue.js';
@@ -240,7 +240,7 @@ export class HostReader {
 
   private async readSysfsStatic(dir: string, ino: string): Promise<SysfsStatic> {
     const errors: Errors = [];
-    const contained = await containedIn(this.realRoots.sysfs, dir, errors);
+    const contained = containedIn(this.realRoots.sysfs, dir, errors);
     const devNum = contained ? await readParsed(join(dir, 'dev'), parseDevNum, errors) : undefined;
     return { ino, contained, ...(devNum === undefined ? {} : { devNum }), errors };
   }
@@ -296,7 +296,7 @@ export class HostReader {
   private readDebugfsStatic(dir: string, ino: string, now: number): DebugfsStatic {
     const errors: Errors = [];
     const st: DebugfsStatic = { ino, readAtMs: now, listed: false, pollStat: false, byType: {}, hctxIoPoll: [], firstCounters: [], errors };
-    if (!containedInSync(this.realRoots.debugfs, dir, errors)) return st;
+    if (!containedIn(this.realRoots.debugfs, dir, errors)) return st;
     let entries: string[];
     try {
       entries = listDirSync(dir) ?? [];
@@ -332,15 +332,10 @@ export class HostReader {
 }
 
 /** A device directory that resolves outside its tree is not read (see resolvesWithin). */
-async function containedIn(realRootPath: string, dir: string, errors: Errors): Promise<boolean> {
-  const inside = await resolvesWithin(realRootPath, dir).catch(() => true); // unreadable: the reads will say so
-  return insideOrRecorded(inside, realRootPath, dir, errors);
-}
-
-function containedInSync(realRootPath: string, dir: string, errors: Errors): boolean {
+function containedIn(realRootPath: string, dir: string, errors: Errors): boolean {
   let inside: boolean;
   try {
-    inside = resolvesWithinSync(realRootPath, dir);
+    inside = resolvesWithin(realRootPath, dir);
   } catch {
     inside = true; // unreadable: the reads will say so
   }
