@@ -330,8 +330,8 @@ static __always_inline struct rq_slot *rq_slot_of(u32 dev)
 	return NULL;
 }
 
-/* One completion into rq_lat (true: counted in a slot, polled ones included). The hot path: dev's slot in this CPU's array, claimed on first use,
- * plain increments (block tracepoints run with preemption off, and one CPU's programs do not
+/* One completion into rq_lat (true: counted in a slot, polled ones included). The hot path:
+ * dev's slot in this CPU's array, claimed on first use, plain increments (block tracepoints run with preemption off, and one CPU's programs do not
  * interleave). The slot counts every completion (ios, bytes, errors: exact); a sampled one
  * (weight w > 0) adds w to its bucket and w x latency to the sum, so the histogram estimates every
  * completion whatever the rate was when it completed. Only when the device finds no slot, the
@@ -756,6 +756,17 @@ static __always_inline void ring_flush(struct task_st *st, struct ring_st *r)
 	st->r_passes = st->r_sleeps = 0;
 }
 
+/* a pass on ring key: the task's passes not yet in `rings` belong to r_key, so another ring's go
+ * first (its entry exists: every loop creates its ring's at its start) */
+static __always_inline void ring_move(struct task_st *st, u64 key)
+{
+	if (st->r_key == key)
+		return;
+	if (st->r_passes)
+		ring_flush(st, ring_get(st->r_key, NULL));
+	st->r_key = key;
+}
+
 /* --------------------------------------------------------------------------- block layer */
 
 static __always_inline int on_issue(struct request *rq, const bool btf)
@@ -1178,9 +1189,7 @@ int BPF_PROG(hp_iopoll_in, struct io_ring_ctx *rctx)
 		/* the previous loop's records: the device serves this loop's I/O meanwhile */
 		if (st->pend)
 			pend_record(st, st->dev, dc);
-		if (st->r_passes && st->r_key != key)
-			ring_flush(st, ring_get(st->r_key, NULL));
-		st->r_key = key;
+		ring_move(st, key);
 		ring_flush(st, ring_get(key, rctx));
 		/* after the records: like the rest of this program they are the loop's edge, outside
 		 * its window (in the gap before it) */
@@ -1246,13 +1255,8 @@ int BPF_PROG(hp_iopoll_out, struct io_ring_ctx *rctx, bool force_nonspin, int re
 		st->t_end = now;
 		st->end_k = ret > 0 ? ret : 0;
 	}
-	/* a pass of a loop begun on another ring (a loop left without completions, resumed by a
-	 * call on another ring): the first ring's passes go now */
-	if (st->r_key != key) {
-		if (st->r_passes)
-			ring_flush(st, ring_get(st->r_key, NULL));
-		st->r_key = key;
-	}
+	/* a loop left without completions can be resumed by a call on another ring */
+	ring_move(st, key);
 	st->r_passes++;
 	st->r_sleeps += st->pass_sleeps;
 	st->r_hpt = bpf_core_field_exists(rctx->hybrid_poll_time) ? rctx->hybrid_poll_time : ~0ULL;
