@@ -58,12 +58,15 @@ function exactScale(h: BucketHist | undefined): number {
  * unresolved part (found_slept samples below every exact one, which say only D ≤ found time) as
  * atoms at the found time, scaled to found_slept's exact mean and kept inside their buckets: at
  * the found time, never above. Without hybrid sleeps (classic polling): rq_lat, issue → reaped,
- * which is the device time to within one poll loop.
+ * which is the device time to within one poll loop. Also rq_lat where the sleeps are too few to
+ * judge (fewer than minSamples) but rq_lat is not: a window that is classic polling but for a
+ * handful of sleeps (a mode switch; the fentry path records a pass's sleep at the task's next
+ * loop or exit, so one can land after the hybrid run it belongs to) must not lose its figures.
  */
-function deviceTime(w: DeviceWindow): DeviceTime | undefined {
+function deviceTime(w: DeviceWindow, minSamples: number): DeviceTime | undefined {
   const { dev_spun: spun, found_slept: found } = w.hists;
   const est = estimateDeviceTime(spun, found);
-  if (est) {
+  if (est && (est.samples >= minSamples || !(rqLatSamples(w) >= minSamples))) {
     const k = exactScale(spun);
     const resolved = est.resolvedMasses.map(([i, p]) => {
       const q = bucketPiece(i, p);
@@ -81,13 +84,20 @@ function deviceTime(w: DeviceWindow): DeviceTime | undefined {
   return {
     dist,
     source: 'rq_lat',
-    // timed completions, not the weighted count: what MIN_SAMPLES must judge (a device on the
-    // loader's hists fallback is timed every time, so this errs low there)
-    samples: Math.floor(total / Math.max(1, w.sampleRate ?? 1)),
+    samples: rqLatSamples(w),
     censored: 0,
     masses: [...rq.buckets].filter(([, c]) => c > 0).sort((a, b) => a[0] - b[0]).map(([i, c]) => [i, c / total]),
     unresolved: [],
   };
+}
+
+/**
+ * Timed completions in rq_lat, not the weighted count: what MIN_SAMPLES must judge (a device on
+ * the loader's hists fallback is timed every time, so this errs low there).
+ */
+function rqLatSamples(w: DeviceWindow): number {
+  const total = w.hists.rq_lat?.buckets.reduce((a, [, c]) => a + c, 0) ?? 0;
+  return Math.floor(total / Math.max(1, w.sampleRate ?? 1));
 }
 
 const counter = (w: DeviceWindow, k: string): number | undefined => {
@@ -192,8 +202,9 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
   const hybridSeen = (w.hists.dev_spun?.count ?? 0) + (w.hists.found_slept?.count ?? 0) > 0;
   // A device nobody polled in this window (IRQ-driven disks, idle NVMe) has nothing to model.
   if (polledIos === 0 && !hybridSeen) return undefined;
-  const dt = deviceTime(w);
-  if (!dt || dt.samples < (opts.minSamples ?? MIN_SAMPLES)) return undefined;
+  const minSamples = opts.minSamples ?? MIN_SAMPLES;
+  const dt = deviceTime(w, minSamples);
+  if (!dt || dt.samples < minSamples) return undefined;
 
   const sleepReq = w.hists.sleep_req;
   const sleeps = counter(w, 'sleeps') ?? sleepReq?.count ?? 0;

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { BpfSnapshot } from '../../src/bpf/types.js';
+import type { BpfSnapshot, BucketHist, HistKind } from '../../src/bpf/types.js';
 import { bucketOf } from '../../src/model/buckets.js';
+import { histSum } from '../../src/model/hist.js';
 import { analyse, analysePair, DEFAULT_SWITCH_COST_NS, detectPolicy } from '../../src/model/analyse.js';
 import type { DeviceWindow, ModelTarget } from '../../src/model/types.js';
 import type { SnapshotInputs } from '../../src/snapshot/types.js';
@@ -173,6 +174,24 @@ describe('analyse', () => {
     expect(t.deviceTime).toMatchObject({ source: 'rq_lat', samples: 40 });
     // the same distribution as unweighted: the weights cancel in F_D
     expect(t.deviceTime.meanNs).toBeCloseTo(analyse(w40, OPTS)!.deviceTime.meanNs, 6);
+  });
+
+  it('keeps a classic window with a handful of sleeps on rq_lat (the VM gate: a hybrid run\'s last sleep recorded in the next run)', () => {
+    const classic = windowOf({ n: 4000, ...tight(7), sleepNs: 0, cswNs: 1500 });
+    const hybrid = windowOf({ n: 1, ...tight(8), sleepNs: 5000, cswNs: 1500, kernelEstimate: true });
+    const hists: DeviceWindow['hists'] = { ...classic.hists };
+    for (const [k, h] of Object.entries(hybrid.hists) as [HistKind, BucketHist][]) hists[k] = hists[k] ? histSum(hists[k]!, h) : h;
+    const counters = { ...classic.counters };
+    for (const [k, v] of Object.entries(hybrid.counters)) counters[k] = (counters[k] ?? 0) + v;
+    const mixed: DeviceWindow = { ...classic, hists, counters };
+    expect((mixed.hists.dev_spun?.count ?? 0) + (mixed.hists.found_slept?.count ?? 0)).toBe(1);
+    const t = analyse(mixed, OPTS)!;
+    expect(t).toBeDefined();
+    expect(t.deviceTime).toMatchObject({ source: 'rq_lat', samples: 4001 });
+    expect(t.measured!.polledIos).toBe(4001);
+    // with the sleeps enough to judge, the hybrid estimate stays the source
+    const many = analyse(windowOf({ n: 4000, ...tight(8), sleepNs: 5000, cswNs: 1500, kernelEstimate: true }), OPTS)!;
+    expect(many.deviceTime.source).not.toBe('rq_lat');
   });
 
   it('says classic polling is best when sleeping cannot pay off', () => {
