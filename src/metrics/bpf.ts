@@ -205,6 +205,7 @@ function timingFamilies(bpf: BpfSnapshot, names: Map<string, string>, o: BpfExpo
   // measure alike, wake-up → completion (the spin histogram's definitions differ per path).
   const spins = bpf.devices.flatMap((d) => (d.hists.spin ? [{ dev: d.dev, h: d.hists.spin }] : []));
   const wakes = bpf.devices.flatMap((d) => (d.hists.wake_ovh ? [{ dev: d.dev, h: d.hists.wake_ovh }] : []));
+  const loopStarts = bpf.devices.flatMap((d) => (d.hists.iopoll ? [{ dev: d.dev, h: d.hists.iopoll }] : []));
   out.push(
     family('poll_spin_after_sleep_seconds_total', 'counter', 'Spin of poll loops that slept, from the wake-up to the poll that found the completion (the tracepoint path: to the completion event).',
       spins, (x) => ({ labels: { device: label(x.dev) }, value: x.h.aux0 / 1e9 })),
@@ -216,6 +217,12 @@ function timingFamilies(bpf: BpfSnapshot, names: Map<string, string>, o: BpfExpo
       wakes, (x) => ({ labels: { device: label(x.dev) }, value: x.h.aux0 / 1e9 })),
     family('poll_sleep_start_offset_total', 'counter', 'Hybrid-poll sleeps whose offset from their I/O\'s issue is in poll_sleep_start_offset_seconds_total.',
       wakes, (x) => ({ labels: { device: label(x.dev) }, value: x.h.aux1 })),
+    // The stretch from a slept I/O's issue to the start of the poll loop that slept (aux0 ns, aux1
+    // loops of iopoll): the model's L, where a classic loop would have started polling.
+    family('poll_loop_start_offset_seconds_total', 'counter', "Time from a slept I/O's issue (its device time's origin) to the start of its poll loop, summed (fentry path; 0 on the tracepoint path).",
+      loopStarts, (x) => ({ labels: { device: label(x.dev) }, value: x.h.aux0 / 1e9 })),
+    family('poll_loop_start_offset_total', 'counter', "Poll loops that slept whose offset from their I/O's issue is in poll_loop_start_offset_seconds_total.",
+      loopStarts, (x) => ({ labels: { device: label(x.dev) }, value: x.h.aux1 })),
     family('poll_classified_ios_total', 'counter',
       'Slept polled I/Os classified found_slept/dev_spun, by method: exact (poll calls counted, fentry path) or calibrated (threshold from the shortest found time).',
       devs.flatMap(([dev, c]) => [

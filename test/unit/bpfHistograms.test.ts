@@ -106,6 +106,18 @@ describe('parseHistogramList (--bpf.histograms)', () => {
   });
 });
 
+describe('the loop-start offset (aux of iopoll)', () => {
+  it('is exported per device with iopoll: aux0 in seconds, aux1 the loops (0 where the loader does not count it)', () => {
+    const snap = snapOf([{ dev: '259:0', values: [1000, 2000] }, { dev: '7:3', values: [500] }]);
+    const iop = snap.bpf!.devices[0]!.hists.iopoll!;
+    snap.bpf!.devices[0]!.hists.iopoll = { ...iop, aux0: 3_500, aux1: 2 };
+    const fs = bpfFamilies(snap);
+    const get = (name: string) => fs.find((f) => f.name === `hybridpoll_${name}`)!.samples;
+    expect(get('poll_loop_start_offset_seconds_total').map((x) => [x.labels['device'], x.value])).toEqual([['nvme0n1', 3.5e-6], ['7:3', 0]]);
+    expect(get('poll_loop_start_offset_total').map((x) => [x.labels['device'], x.value])).toEqual([['nvme0n1', 2], ['7:3', 0]]);
+  });
+});
+
 describe('histogram exposition per --bpf.histograms', () => {
   const snap = snapOf([
     { dev: '259:0', values: [100, 900, 5_000, 20_000, 20_000, 3e6] },
