@@ -274,7 +274,8 @@ describe('check 5 (model)', () => {
     // classic run 50 µs/IO, hybrid run 40, the model's best 10: η = (50 − 40) / (50 − 10) = 0.25
     const eta = (v: number | null, more: Partial<Exp> = {}, qd = 1) => find(check5(new SessionRuns(session([
       run('fentry', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, measuredPerIo: 40e-6, bestPerIo: 10e-6, optimalS: 30e-6, eta: v, inFlight: qd, depth: qd > 1 ? 'simulation' : 'qd1', ...more }),
-      run('fentry', 'poll', driver('poll', 20_000, 8, 0), { polled: 20_000, sleeps: 0, spinS: 7, measuredPerIo: 50e-6 }),
+      // the classic run's own spin, 1 s over 20,000 I/Os; its window gauge reached back into the hybrid run
+      run('fentry', 'poll', driver('poll', 20_000, 8, 0), { polled: 20_000, sleeps: 0, spinS: 1, measuredPerIo: 46e-6 }),
     ])), { ...SC, qd }), 'η');
     expect(eta(0.26).pass).toBe(true); // +4%
     expect(eta(0.26).measured).toMatch(/η 0\.260 vs \(classic run 50\.00 µs − hybrid run 40\.00 µs\)/);
@@ -282,6 +283,17 @@ describe('check 5 (model)', () => {
     expect(eta(null).pass).toBe(false);
     const none = eta(null, { optimalS: 0, bestPerIo: 40e-6 }, 4);
     expect(none.skipped).toMatch(/best static sleep is 0/);
+  });
+
+  it('fails where a scraped run ends without the model\'s figures for its device, classic runs included', () => {
+    const figures = (classicDepth?: 'qd1') => find(check5(new SessionRuns(session([
+      run('fentry', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, depth: 'qd1' }),
+      run('fentry', 'poll', driver('poll', 20_000, 8, 0), { polled: 20_000, sleeps: 0, spinS: 1, ...(classicDepth ? { depth: classicDepth } : {}) }),
+    ])), SC), 'every scraped run');
+    expect(figures('qd1').pass).toBe(true);
+    expect(figures('qd1').measured).toBe('fentry hybrid: censored_km; fentry poll: censored_km');
+    expect(figures().pass).toBe(false);
+    expect(figures().measured).toMatch(/fentry poll: none/);
   });
 
   it('is not gated on its premises: it shows them, and says when one is violated', () => {

@@ -383,7 +383,7 @@ export function check5(s: SessionRuns, sc: Scenario): CheckResult[] {
   const depthRow: CheckResult = { id: '5 depth', scenario: sc.id, title: "exporter's measured queue depth vs the driver's iodepth", measured: depth.measured, bound: `±${BOUNDS.depth * 100}%, model at depth`, pass: depth.pass && deep };
   if (deep) return [depthRow, ...rows];
   const why = `premise: the exporter did not evaluate the model at depth (hybridpoll_model_input_info depth=${h.map((r) => r.exporter?.depthMethod ?? 'absent').join('/')}): a loader without the depth counters`;
-  return [depthRow, ...rows.map((c) => (c.id === '5 reports' ? c : { ...c, skipped: why }))];
+  return [depthRow, ...rows.map((c) => (c.id === '5 reports' || c.id === '5 figures' ? c : { ...c, skipped: why }))];
 }
 
 function check5Rows(s: SessionRuns, sc: Scenario): CheckResult[] {
@@ -406,21 +406,33 @@ function check5Rows(s: SessionRuns, sc: Scenario): CheckResult[] {
     return { err, text: `model E[D] ${us(r.exporter?.modelMeanDeviceTime)} vs device mean ${us(r.device?.serviceMean)} (${pct(err)})` };
   }, BOUNDS.model);
   // η from the two measured runs (the exporter's CPU per I/O on each, one clock) and the model's
-  // best: what the exporter's η must be if its classic and current terms are right
+  // best: what the exporter's η must be if its classic and current terms are right. The classic
+  // run's is its own spin per polled I/O, differenced over the run: the exporter's window gauge
+  // covers what the window's thinning left in it, which can reach back into the hybrid run.
+  const classicOf = (c: RunFigures) => (c.exporter?.spin && c.exporter.polledIos ? c.exporter.spin.sum / c.exporter.polledIos : undefined);
   const eta = paired(pairs, (hy, c) => {
-    const cls = c.exporter?.measuredCpuPerIo;
+    const cls = classicOf(c);
     const cur = hy.exporter?.measuredCpuPerIo;
     const best = hy.exporter?.modelBestCpuPerIo;
     return relErr(hy.exporter?.efficiency, cls !== undefined && cur !== undefined && best !== undefined ? (cls - cur) / (cls - best) : undefined);
   }, BOUNDS.model);
-  const etaDetail = pairs.map(([hy, c]) => `η ${num(hy.exporter?.efficiency, 3)} vs (classic run ${us(c.exporter?.measuredCpuPerIo)} − hybrid run ${us(hy.exporter?.measuredCpuPerIo)}) / (classic run − model best ${us(hy.exporter?.modelBestCpuPerIo)}) per I/O`).join('; ');
+  const etaDetail = pairs.map(([hy, c]) => `η ${num(hy.exporter?.efficiency, 3)} vs (classic run ${us(classicOf(c))} − hybrid run ${us(hy.exporter?.measuredCpuPerIo)}) / (classic run − model best ${us(hy.exporter?.modelBestCpuPerIo)}) per I/O`).join('; ');
   const noEta = h.length > 0 && h.every((r) => r.exporter?.efficiency === undefined && r.exporter?.optimalSleep === 0);
   const reported = h.map((r) => `efficiency ${num(r.exporter?.efficiency, 3)}, wasted ${num(r.exporter?.wastedCores, 4)} cores, sleep ${us(r.exporter?.currentSleep)} vs optimal ${us(r.exporter?.optimalSleep)}`);
   const finite = (x: number | undefined) => x !== undefined && Number.isFinite(x);
   // η = (cpu(0) − cpu(current)) / (cpu(0) − cpu(best)) has no value when the best static sleep is 0
   // (0/0); the model documents that it is then absent, and the optimal sleep of 0 says why.
   const efficiencyShown = (r: RunFigures) => finite(r.exporter?.efficiency) || (r.exporter?.efficiency === undefined && r.exporter?.optimalSleep === 0);
+  // Every scraped run ends with the model's figures for its device, classic runs included (a
+  // window that lost them once: docs/validation.md, "One boot's missing figure").
+  const scraped = s.figures.filter((f) => !f.run.ab && f.run.scenario === sc.id && f.exporter !== undefined);
+  const figuresRow: CheckResult = {
+    id: '5 figures', scenario: sc.id, title: 'model figures for the device after every scraped run',
+    measured: scraped.map((f) => `${f.run.tracing} ${f.run.mode}${f.run.rep ? ` rep ${f.run.rep}` : ''}: ${f.exporter!.deviceTimeSource ?? 'none'}`).join('; ') || 'no runs',
+    bound: 'hybridpoll_model_input_info present', pass: scraped.length > 0 && scraped.every((f) => f.exporter!.deviceTimeSource !== undefined),
+  };
   return [
+    figuresRow,
     { id: '5 self-check', scenario: sc.id, title: 'model reproduces the hybrid run it was fed (self-check)', measured: self.measured, bound: `±${BOUNDS.model * 100}%`, pass: self.pass },
     { id: '5 device time', scenario: sc.id, title: "model's mean device time vs the device's own", measured: meanD.measured, bound: `±${BOUNDS.model * 100}%`, pass: meanD.pass },
     { id: '5 model', scenario: sc.id, title: 'model (fed hybrid) predicts classic CPU per I/O', measured: `${detail}: ${pred.measured}`, bound: `±${BOUNDS.model * 100}%`, pass: pred.pass },
