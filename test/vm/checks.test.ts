@@ -285,15 +285,20 @@ describe('check 5 (model)', () => {
     expect(none.skipped).toMatch(/best static sleep is 0/);
   });
 
-  it('fails where a scraped run ends without the model\'s figures for its device, classic runs included', () => {
-    const figures = (classicDepth?: 'qd1') => find(check5(new SessionRuns(session([
-      run('fentry', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, depth: 'qd1' }),
-      run('fentry', 'poll', driver('poll', 20_000, 8, 0), { polled: 20_000, sleeps: 0, spinS: 1, ...(classicDepth ? { depth: classicDepth } : {}) }),
-    ])), SC), 'every scraped run');
-    expect(figures('qd1').pass).toBe(true);
-    expect(figures('qd1').measured).toBe('fentry hybrid: censored_km; fentry poll: censored_km');
-    expect(figures().pass).toBe(false);
-    expect(figures().measured).toMatch(/fentry poll: none/);
+  it('fails where a scraped run ends without the model\'s figures for its device, or a run that follows one starts without them', () => {
+    const figures = (after: boolean, before: boolean) => {
+      const hy = run('fentry', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, depth: 'qd1' });
+      const cl = run('fentry', 'poll', driver('poll', 20_000, 8, 0), { polled: 20_000, sleeps: 0, spinS: 1, ...(after ? { depth: 'qd1' as const } : {}) });
+      // the scrape before the classic run: the window holds the hybrid run and the warm-up
+      cl.before = before ? scrape({ polled: 10_200, sleeps: 9_999, spinS: 1, depth: 'qd1' }) : scrape({ polled: 10_200, sleeps: 9_999, spinS: 1 });
+      return find(check5(new SessionRuns(session([hy, cl])), SC), 'every scraped run');
+    };
+    expect(figures(true, true).pass).toBe(true);
+    expect(figures(true, true).measured).toBe('fentry hybrid: after censored_km; fentry poll: before censored_km, after censored_km');
+    expect(figures(false, true).pass).toBe(false);
+    expect(figures(false, true).measured).toMatch(/fentry poll: before censored_km, after none/);
+    expect(figures(true, false).pass).toBe(false);
+    expect(figures(true, false).measured).toMatch(/fentry poll: before none, after censored_km/);
   });
 
   it('is not gated on its premises: it shows them, and says when one is violated', () => {

@@ -423,13 +423,16 @@ function check5Rows(s: SessionRuns, sc: Scenario): CheckResult[] {
   // η = (cpu(0) − cpu(current)) / (cpu(0) − cpu(best)) has no value when the best static sleep is 0
   // (0/0); the model documents that it is then absent, and the optimal sleep of 0 says why.
   const efficiencyShown = (r: RunFigures) => finite(r.exporter?.efficiency) || (r.exporter?.efficiency === undefined && r.exporter?.optimalSleep === 0);
-  // Every scraped run ends with the model's figures for its device, classic runs included (a
-  // window that lost them once: docs/validation.md, "One boot's missing figure").
-  const scraped = s.figures.filter((f) => !f.run.ab && f.run.scenario === sc.id && f.exporter !== undefined);
+  // Every scraped run ends with the model's figures for its device, classic runs included, and so
+  // does the scrape before a run that follows another on the same exporter and device (a window
+  // that lost them: docs/validation.md, "One boot's missing figure").
+  const all = s.figures.filter((f) => !f.run.ab && f.exporter !== undefined);
+  const follows = (f: RunFigures) => all.slice(0, all.indexOf(f)).some((x) => x.run.rep === f.run.rep && x.run.tracing === f.run.tracing && x.run.device === f.run.device);
+  const scraped = all.filter((f) => f.run.scenario === sc.id).map((f) => ({ f, before: follows(f) ? f.exporter!.deviceTimeSourceBefore ?? 'none' : undefined, after: f.exporter!.deviceTimeSource ?? 'none' }));
   const figuresRow: CheckResult = {
-    id: '5 figures', scenario: sc.id, title: 'model figures for the device after every scraped run',
-    measured: scraped.map((f) => `${f.run.tracing} ${f.run.mode}${f.run.rep ? ` rep ${f.run.rep}` : ''}: ${f.exporter!.deviceTimeSource ?? 'none'}`).join('; ') || 'no runs',
-    bound: 'hybridpoll_model_input_info present', pass: scraped.length > 0 && scraped.every((f) => f.exporter!.deviceTimeSource !== undefined),
+    id: '5 figures', scenario: sc.id, title: 'model figures for the device after every scraped run (and before it when it follows one)',
+    measured: scraped.map(({ f, before, after }) => `${f.run.tracing} ${f.run.mode}${f.run.rep ? ` rep ${f.run.rep}` : ''}: ${before !== undefined ? `before ${before}, ` : ''}after ${after}`).join('; ') || 'no runs',
+    bound: 'hybridpoll_model_input_info present', pass: scraped.length > 0 && scraped.every(({ before, after }) => after !== 'none' && before !== 'none'),
   };
   return [
     figuresRow,

@@ -45,6 +45,8 @@ export interface ExporterFigures {
   depthMethod: string | undefined;
   /** the model's F_D source (hybridpoll_model_input_info device_time) after the run; absent: no model figures for the device */
   deviceTimeSource: string | undefined;
+  /** the same in the scrape before the run (the window then holds the exporter's previous run on the device and the warm-up) */
+  deviceTimeSourceBefore: string | undefined;
   currentSleep: number | undefined;
   optimalSleep: number | undefined;
   /** run time of BPF programs (kernel.bpf_stats_enabled) over the run, by program label */
@@ -199,6 +201,7 @@ export function exporterFigures(r: RunRecord, majmin?: string): ExporterFigures 
     inFlight: value(a, 'hybridpoll_model_in_flight_ios', dev),
     depthMethod: select(a, 'hybridpoll_model_input_info', dev)[0]?.labels.depth,
     deviceTimeSource: select(a, 'hybridpoll_model_input_info', dev)[0]?.labels.device_time,
+    deviceTimeSourceBefore: select(b, 'hybridpoll_model_input_info', dev)[0]?.labels.device_time,
     modelIouringSleep: value(a, 'hybridpoll_policy_sleep_seconds', { ...dev, policy: 'iouring_half_min' }),
     modelMeanDeviceTime: value(a, 'hybridpoll_model_device_time_mean_seconds', dev),
     currentSleep: value(a, 'hybridpoll_current_sleep_seconds', dev),
