@@ -93,17 +93,24 @@ export async function readBounded(path: string, maxBytes = DEFAULT_MAX_BYTES): P
 export function readBoundedSync(path: string, maxBytes: number): Buffer {
   const fd = openRefusingSymlinks(path);
   try {
-    let buf = Buffer.allocUnsafe(Math.min(maxBytes + 1, 1 << 20));
-    let n = 0;
-    for (;;) {
-      buf = roomIn(buf, n, maxBytes);
-      const got = readSync(fd, buf, n, buf.length - n, null);
-      if (got === 0) return buf.subarray(0, n);
-      n += got;
-      checkSize(n, maxBytes);
-    }
+    const { buf, n } = readAllSync(fd, Buffer.allocUnsafe(Math.min(maxBytes + 1, 1 << 20)), maxBytes);
+    return buf.subarray(0, n);
   } finally {
     closeSync(fd);
+  }
+}
+
+/** The synchronous read loop of readBoundedSync and readTextSync: buf grown as needed, ended as readBounded's. */
+function readAllSync(fd: number, start: Buffer<ArrayBuffer>, maxBytes: number): { buf: Buffer<ArrayBuffer>; n: number } {
+  let buf = start;
+  let n = 0;
+  for (;;) {
+    buf = roomIn(buf, n, maxBytes);
+    const want = buf.length - n;
+    const bytesRead = readSync(fd, buf, n, want, null);
+    n += bytesRead;
+    checkSize(n, maxBytes);
+    if (isLastRead(bytesRead, want)) return { buf, n };
   }
 }
 
@@ -118,16 +125,7 @@ let scratch: Buffer<ArrayBuffer> = Buffer.allocUnsafe(4096);
 export function readTextSync(path: string, maxBytes = DEFAULT_MAX_BYTES): string {
   const fd = openRefusingSymlinks(path);
   try {
-    let buf = scratch;
-    let n = 0;
-    for (;;) {
-      buf = roomIn(buf, n, maxBytes);
-      const want = buf.length - n;
-      const bytesRead = readSync(fd, buf, n, want, null);
-      n += bytesRead;
-      checkSize(n, maxBytes);
-      if (isLastRead(bytesRead, want)) break;
-    }
+    const { buf, n } = readAllSync(fd, scratch, maxBytes);
     // Grown for a large file: kept up to the default bound, so it stays small.
     if (buf.length <= DEFAULT_MAX_BYTES + 1) scratch = buf;
     return buf.toString('utf8', 0, n);
