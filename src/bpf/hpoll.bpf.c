@@ -331,10 +331,11 @@ static __always_inline struct rq_slot *rq_slot_of(u32 dev)
 }
 
 /* One completion into rq_lat (true: counted in a slot, polled ones included). The hot path:
- * dev's slot in this CPU's array, claimed on first use, plain increments (block tracepoints run with preemption off, and one CPU's programs do not
- * interleave). The slot counts every completion (ios, bytes, errors: exact); a sampled one
- * (weight w > 0) adds w to its bucket and w x latency to the sum, so the histogram estimates every
- * completion whatever the rate was when it completed. Only when the device finds no slot, the
+ * dev's slot in this CPU's array, claimed on first use, plain increments (block tracepoints run
+ * with preemption off, and one CPU's programs do not interleave). The slot counts every
+ * completion (ios, bytes, errors: exact); a sampled one (weight w > 0) adds w to its bucket and
+ * w x latency to the sum, so the histogram estimates every completion whatever the rate was when
+ * it completed. Only when the device finds no slot, the
  * shared map with atomic adds, every completion timed (weight 1: its count is the exact one). */
 static __always_inline bool rq_lat_add(u32 dev, u64 ts, u32 w, unsigned int bytes, int error, bool polled)
 {
