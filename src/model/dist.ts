@@ -155,10 +155,11 @@ export class PositivePart {
     this.restW = new Float64Array(count * this.slots);
     this.widths = new Float64Array(terms.length);
     const widths = this.widths;
-    forEachCombination(split, widths, (r, x, p, span, k) => {
-      this.restX[r] = x;
-      this.restP[r] = p;
-      this.restSpan[r] = span;
+    const at = new Float64Array(3);
+    forEachCombination(split, widths, at, (r, k) => {
+      this.restX[r] = at[0]!;
+      this.restP[r] = at[1]!;
+      this.restSpan[r] = at[2]!;
       this.restK[r] = k;
       for (let j = 0; j < k; j++) this.restW[r * this.slots + j] = widths[j]!;
     });
@@ -174,14 +175,19 @@ export class PositivePart {
 
   private lastShift = NaN;
   private readonly last = new Float64Array(2);
+  /** one combination's [atom part with the shift, probability, total width] for Searched.add */
+  private readonly combo = new Float64Array(3);
 
   private evaluate(shift: number): void {
-    const { searched, restX, restP, restSpan, restK, restW, slots, widths, last } = this;
+    const { searched, restX, restP, restSpan, restK, restW, slots, widths, last, combo } = this;
     last[0] = last[1] = 0;
     for (let r = 0; r < restX.length; r++) {
       const k = restK[r]!;
       for (let j = 0; j < k; j++) widths[j] = restW[r * slots + j]!;
-      searched.add(shift + restX[r]!, restP[r]!, restSpan[r]!, widths, k, last);
+      combo[0] = shift + restX[r]!;
+      combo[1] = restP[r]!;
+      combo[2] = restSpan[r]!;
+      searched.add(combo, widths, k, last);
     }
     this.lastShift = shift;
   }
@@ -195,7 +201,11 @@ export function positivePart(terms: readonly Term[], shift: number): [probabilit
   const split = splitTerms(terms);
   const widths = new Float64Array(terms.length);
   const acc = new Float64Array(2);
-  forEachCombination(split, widths, (_, x, p, span, k) => split.searched.add(shift + x, p, span, widths, k, acc));
+  const at = new Float64Array(3);
+  forEachCombination(split, widths, at, (_, k) => {
+    at[0] = shift + at[0]!;
+    split.searched.add(at, widths, k, acc);
+  });
   return [acc[0]!, acc[1]!];
 }
 
@@ -229,10 +239,13 @@ function splitTerms(terms: readonly Term[]): Split {
 }
 
 /**
- * Odometer over the combinations of the other terms: calls `visit` with the index, atom part,
- * probability, total width and number k of uniform widths, which it has written to widths[0..k).
+ * Odometer over the combinations of the other terms: writes each one's atom part, probability and
+ * total width to at[0..3) and its k uniform widths to widths[0..k), then calls `visit` with the
+ * index and k. The doubles go through the array, not as arguments: passed to a function V8 does
+ * not inline, each would be a new heap number, and at 64 devices those were megabytes of garbage
+ * per collection (bench/README.md, "Collection CPU at 64 devices").
  */
-function forEachCombination(split: Split, widths: Float64Array, visit: (r: number, x: number, p: number, span: number, k: number) => void): void {
+function forEachCombination(split: Split, widths: Float64Array, at: Float64Array, visit: (r: number, k: number) => void): void {
   const { others, signs, count } = split;
   const idx = new Int32Array(others.length);
   for (let r = 0; r < count; r++) {
@@ -252,7 +265,10 @@ function forEachCombination(split: Split, widths: Float64Array, visit: (r: numbe
         span += w;
       }
     }
-    visit(r, x, p, span, k);
+    at[0] = x;
+    at[1] = p;
+    at[2] = span;
+    visit(r, k);
     let t = others.length - 1;
     while (t >= 0 && ++idx[t]! === others[t]!.length) idx[t--] = 0;
   }
@@ -276,6 +292,8 @@ class Searched {
    */
   private lastAbove = 0;
   private lastFirst = 0;
+  /** the value firstAboveNear looks for, passed in an array (see forEachCombination) */
+  private readonly bound = new Float64Array(1);
 
   constructor(list: readonly Piece[], sign: 1 | -1) {
     const n = list.length;
@@ -314,23 +332,30 @@ class Searched {
 
   /**
    * Adds to acc [order 0, order 1] every piece's share with one combination of the other terms:
-   * atom part x (shift included), probability pr, total width span, uniform widths in widths[0..k).
+   * at = [atom part x (shift included), probability pr, total width span], uniform widths in widths[0..k).
    */
-  add(x: number, pr: number, span: number, widths: Float64Array, k: number, acc: Float64Array): void {
+  add(at: Float64Array, widths: Float64Array, k: number, acc: Float64Array): void {
     const { start, width, prob, endMax, sufP, sufMid } = this;
+    const x = at[0]!;
+    const pr = at[1]!;
+    const span = at[2]!;
     const n = start.length;
     // pieces with x + start > 0 lie entirely above 0: the indicator is 1, the positive part linear
-    const above = (this.lastAbove = firstAboveNear(start, -x, this.lastAbove));
+    const bound = this.bound;
+    bound[0] = -x;
+    const above = (this.lastAbove = firstAboveNear(start, bound, this.lastAbove));
     if (above < n) {
       acc[0] = acc[0]! + pr * sufP[above]!;
       acc[1] = acc[1]! + pr * ((x + span / 2) * sufP[above]! + sufMid[above]!);
     }
     // pieces ending at or below −x − span lie entirely below 0; the rest straddle it
-    const first = (this.lastFirst = firstAboveNear(endMax, -x - span, this.lastFirst));
+    bound[0] = -x - span;
+    const first = (this.lastFirst = firstAboveNear(endMax, bound, this.lastFirst));
     for (let d = first; d < above; d++) {
       let count = k;
       if (width[d]! > 0) widths[count++] = width[d]!;
-      combination(x + start[d]!, widths, count, pair);
+      pair[0] = x + start[d]!;
+      combination(widths, count, pair);
       const q = pr * prob[d]!;
       acc[0] = acc[0]! + q * pair[0]!;
       acc[1] = acc[1]! + q * pair[1]!;
@@ -343,7 +368,8 @@ class Searched {
  * unique i with a[i − 1] ≤ v < a[i]), else the binary search. Its branches are what one
  * evaluation spends most on when the other terms have many combinations.
  */
-function firstAboveNear(a: Float64Array, v: number, hint: number): number {
+function firstAboveNear(a: Float64Array, bound: Float64Array, hint: number): number {
+  const v = bound[0]!;
   const n = a.length;
   let i = Math.min(hint, n);
   for (let step = 0; step < 4; step++) {
@@ -373,8 +399,12 @@ const pair = new Float64Array(2);
 let vertex = new Float64Array(16);
 let parity = new Uint8Array(16);
 
-/** One combination of pieces: writes order 0 and order 1 into `out` (they share every vertex). */
-function combination(x0: number, widths: Float64Array, count: number, out: Float64Array): void {
+/**
+ * One combination of pieces, atom part out[0] and uniform widths[0..count): writes order 0 and
+ * order 1 into `out` (they share every vertex).
+ */
+function combination(widths: Float64Array, count: number, out: Float64Array): void {
+  const x0 = out[0]!;
   let span = 0;
   for (let j = 0; j < count; j++) span += widths[j]!;
   if (x0 + span <= 0) {
