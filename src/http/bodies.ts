@@ -11,7 +11,7 @@ import { familyGroups } from '../metrics/index.js';
 import { renderYielding, type Format } from '../metrics/render.js';
 import type { Snapshot } from '../snapshot/types.js';
 
-const EOF = '# EOF\n';
+const EOF = Buffer.from('# EOF\n');
 const deflateRaw = promisify(deflateRawCb);
 
 /** How the body goes out: gzip when the client accepts it (Prometheus always does). */
@@ -81,6 +81,8 @@ export class ScrapeBodies {
   private readonly rendered = new WeakMap<Snapshot, Map<Format, Promise<Buffer>>>();
   private readonly compressed = new WeakMap<Snapshot, Map<Format, Promise<Deflated>>>();
   private readonly now: () => number;
+  /** each format's last body size: the next is about as large (its buffer is allocated once) */
+  private readonly lastBytes = new Map<Format, number>();
 
   constructor(private readonly o: BodyOptions) {
     this.now = o.now ?? Date.now;
@@ -92,8 +94,11 @@ export class ScrapeBodies {
    */
   cached(snap: Snapshot, format: Format): Promise<Buffer> {
     return once(this.rendered, snap, format, () =>
-      renderYielding(familyGroups(snap, this.o.bpf ? { bpf: this.o.bpf } : {}), format, this.o.processMetrics)
-        .then((text) => Buffer.from(format === 'openmetrics' && text.endsWith(EOF) ? text.slice(0, -EOF.length) : text)));
+      renderYielding(familyGroups(snap, this.o.bpf ? { bpf: this.o.bpf } : {}), format, this.o.processMetrics, this.lastBytes.get(format))
+        .then((bytes) => {
+          this.lastBytes.set(format, bytes.length);
+          return format === 'openmetrics' && bytes.subarray(-EOF.length).equals(EOF) ? bytes.subarray(0, -EOF.length) : bytes;
+        }));
   }
 
   /**

@@ -49,15 +49,15 @@ export async function render(families: MetricFamily[], format: Format, extra?: R
 }
 
 /**
- * render() for the refresh loop: family groups (metrics/index.ts familyGroups) built and
+ * render() for the refresh loop, as UTF-8 bytes: family groups (metrics/index.ts familyGroups) built and
  * serialized with a turn of the event loop between groups and between families, so a scrape that
  * arrives during a refresh is served at once from the previous body.
  */
-export async function renderYielding(groups: readonly (() => MetricFamily[])[], format: Format, extra?: Registry): Promise<string> {
+export async function renderYielding(groups: readonly (() => MetricFamily[])[], format: Format, extra?: Registry, expectedBytes = 0): Promise<Buffer> {
   const families: MetricFamily[] = [];
   for (const g of groups) {
     families.push(...g());
     await nextTurn();
   }
-  return runStepsYielding(serializeSteps([...families, ...(await processFamilies(extra))], format));
+  return runStepsYielding(serializeSteps([...families, ...(await processFamilies(extra))], format, expectedBytes));
 }

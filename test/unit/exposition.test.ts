@@ -1,6 +1,6 @@
 // The direct serializer against prom-client's own Registry (the renderer it replaced) as the
 // oracle: the same families must give the same bytes, in both formats, for arbitrary names, help
-// texts, label values (quotes, backslashes, newlines), values (NaN, ±Inf, -0) and histograms.
+// texts, label values (quotes, backslashes, newlines, non-ASCII), values (NaN, ±Inf, -0) and histograms.
 import fc from 'fast-check';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
@@ -34,7 +34,8 @@ async function viaPromClient(families: MetricFamily[], format: Format, extra: Aw
 }
 
 const labelName = fc.stringMatching(/^[a-z_][a-z0-9_]{0,8}$/).filter((n) => n !== 'le');
-const labelValue = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('a"b', 'c\\d', 'e\nf', '\\"\n', ''));
+// non-ASCII too: the serializer writes UTF-8 bytes itself (2-, 3- and 4-byte characters)
+const labelValue = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('a"b', 'c\\d', 'e\nf', '\\"\n', '', 'é—😀', 'nvme0n1 ü'));
 const value = fc.oneof(fc.double(), fc.integer(), fc.constantFrom(NaN, Infinity, -Infinity, -0, 1e21, 5e-324));
 const labels = fc.dictionary(labelName, labelValue, { maxKeys: 3 });
 const help = fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom('back\\slash', 'new\nline', 'quote "x"'));
