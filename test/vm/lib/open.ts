@@ -38,11 +38,7 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
   { id: '5 device time', scenario: /^qd(4|16|64)-fixed50$/, cause: `model E[D] +13 … +21 % (QD4), +21 … +22 % (QD16), +327 … +328 % (QD64) against the device's 50 µs: ${DEPTH_FD}` },
   {
     id: '5 self-check', scenario: /^qd4-twopoint$/,
-    cause: '−16.5 % (model 7.14 vs measured 8.55 µs/IO; −28.9 % before the finding call and the sleep\'s return path were measured) with F_D measured well (E[D] −1.9 % against the device\'s 59.34 µs). The ring\'s sleep moves over the run (requested mean 14.0 µs, hybrid_poll_time/2 at the end 2.0 µs: a short runtime sample lowers the running minimum for good), and the model runs the mean as a static sleep: the simulation at 2 µs costs 10.1 µs/IO, at 14 µs 7.1. The ring\'s own rule simulated (ring_min) settles at 16.7 µs, 7.5 µs/IO: the sample that takes the real minimum to 4 µs is not reproduced (issue 15)',
-  },
-  {
-    id: '5 model', scenario: /^qd4-twopoint$/,
-    cause: 'the classic prediction from the hybrid run reads −21.8 % against the classic run\'s wait phase alone (9.33 vs 11.93 µs/IO, 09:13 on 2026-12-02, before the check added the run\'s syscall residue and loop-edge BPF to the prediction; not rerun since) with E[D] within −1.9 %: the classic QD4 loop on this device is 2.6 µs/IO above the simulated one (see the qd4-twopoint self-check entry; issue 15)',
+    cause: '−17.3 % (model 6.31 vs measured 7.63 µs/IO, CI profile, 2026-12-03 13:05; −16.5 % on 2026-12-02 09:13 with the full profile\'s I/Os, −28.9 % before the finding call and the sleep\'s return path were measured) with F_D measured well (E[D] −1.3 % against the device\'s 58.98 µs). Not explained: on 2026-12-02 the ring\'s sleep fell over the run (requested mean 14.0 µs, final hybrid_poll_time/2 2.0 µs) and the model runs the mean as a static sleep, but on 2026-12-03 it stayed (requested 14.34 µs, hpt/2 over the run 14.59, final 12.20) and the model still reads 1.3 µs/IO low: the simulated QD4 hybrid loop on this device misses part of the poller\'s CPU (issue 15)',
   },
   {
     id: '5 model', scenario: /^qd4-fixed50$/,
