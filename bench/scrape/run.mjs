@@ -148,8 +148,10 @@ async function start(kind, host, devices, o = {}) {
   const wantBpf = isOurs(kind) && (IS_ROOT || o.realLoader);
   const ready = wantBpf ? await waitFor(async () => ((await (await fetch(url)).text()).includes('hybridpoll_bpf_up 1') ? performance.now() - t0 : undefined), 'BPF data', 60_000) : listening;
   // The model needs two BPF readings: with the refresh loop its families appear one interval after
-  // the loader is up. Measure the full body (not counted in the startup columns).
-  if (wantBpf && !o.realLoader && OURS.has(kind) && OURS.get(kind).interval !== '0') {
+  // the loader is up. Measure the full body (not counted in the startup columns), the baseline's
+  // too (without, its refresh rows were measured with fewer series: not like for like).
+  const refreshes = OURS.has(kind) ? OURS.get(kind).interval !== '0' : BEFORE.has(kind) && BEFORE.get(kind).interval !== '0';
+  if (wantBpf && !o.realLoader && refreshes) {
     await waitFor(async () => (await (await fetch(url)).text()).includes('hybridpoll_optimal_sleep_seconds{'), 'model output', 120_000);
   }
   return {
