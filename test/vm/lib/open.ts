@@ -42,7 +42,7 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
   },
   {
     id: '5 model', scenario: /^qd4-fixed50$/,
-    cause: `the classic prediction from the hybrid run moves with an F_D that is not measured there: +5.3 and +9.2 % in two CI boots on 2026-12-03 (5.87 / 6.22 µs/IO predicted, +2.94 µs/IO of the classic run's syscall residue and loop-edge BPF, vs 8.37 / 8.39), near the bound (${DEPTH_FD})`,
+    cause: `the classic prediction from the hybrid run moves with an F_D that is not measured there: +5.3, +9.2 and +10.8 % in three CI boots on 2026-12-03 (5.87 / 6.22 / 6.33 µs/IO predicted, +2.94 µs/IO of the classic run's syscall residue and loop-edge BPF, vs 8.37 / 8.39 / 8.36), around the bound (${DEPTH_FD})`,
   },
   {
     id: 'S agreement', scenario: /^sampling qd32 hybrid$/, title: /^wasted CPU/,
