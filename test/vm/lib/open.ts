@@ -28,17 +28,29 @@ const DEPTH_FD =
 
 export const OPEN_CHECKS: readonly OpenCheck[] = [
   {
-    id: '4 unchanged', scenario: /^qd4-fixed50$/, title: /^hybrid under fentry/,
-    cause: 'at QD4 tracing moves the kernel\'s sleeps: the traced hybrid run sleeps 0.224 fewer times per I/O than the untraced one, and its CPU reads +9.5 % (cause not measured; suspected: the programs at a loop\'s start delay its first look, so more requests are complete by then and fewer sleep; before 2026-12-03 one of the two untraced runs slept as the traced one does, and the check was skipped for that spread) ; QD1 passes since the loop-end programs only store: +4.4 % (2026-12-03; issue 16)',
+    id: '4 unchanged', scenario: /^qd4-fixed50$/, title: /^hybrid under (fentry|tracepoint)/,
+    cause: 'at QD4 tracing moves the kernel\'s sleeps: the traced hybrid run sleeps 0.224 fewer times per I/O than the untraced one, and its CPU reads +9.5 % (the tracepoint path in the full profile, 2026-12-03 14:10: sleeps −0.225/IO, CPU +8.9 %, IOPS +5.7 %; cause not measured; suspected: the programs at a loop\'s start delay its first look, so more requests are complete by then and fewer sleep; before 2026-12-03 one of the two untraced runs slept as the traced one does, and the check was skipped for that spread) ; QD1 passes since the loop-end programs only store: +4.4 % (2026-12-03; issue 16)',
   },
   {
     id: '4 unchanged', scenario: /^(qd16-fixed50|qd64-fixed50|qd4-twopoint)$/,
     cause: 'at depth the poller is the bottleneck and spends 6–7 µs of CPU per I/O in virtual time, so every program is on its critical path; the block programs that run for every I/O (rq_issue ≈ 400 ns, rq_complete ≈ 340 ns) and the loop edges are 12–16 % of it: poller CPU +14.7 / +16.5 % (poll, QD16 / QD64), +8.4 / +15.9 % (hybrid), 2026-12-03 (+17.1 / +18.9, +12.2 / +18.7 % before the loop-end programs only stored) (issue 16: the per-I/O cost)',
   },
+  {
+    id: '4 unchanged', scenario: /^qd1-(fixed50|twopoint)$/, title: /^hybrid under tracepoint/,
+    cause: 'the full profile\'s tracepoint path (not in the CI profile) at QD1, 2026-12-03 14:10: hybrid poller CPU +8.0 % and IOPS −5.1 % (qd1-fixed50), CPU +5.1 % (qd1-twopoint), where the fentry path passes on the same runs (issue 16 moved the fentry path\'s loop-end work off the poller\'s path; the tracepoint path\'s per-sleep programs, sched_switch / sched_wakeup / hrtimer_start and rq_complete\'s classification, were not changed). Cause suspected, not measured per program on this path (issue 16)',
+  },
+  {
+    id: '4 totals', scenario: /^(qd4-fixed50|qd16-fixed50|qd64-fixed50|qd4-twopoint|qd1-nvme)$/, title: /^hybrid: spin after sleeps/,
+    cause: 'the tracepoint path\'s spin after a sleep can only end at block_rq_complete, which for a batch of polled completions (at depth; the nvme driver\'s nvme_pci_complete_batch) fires after io_uring\'s poll call has returned, later than the fentry path\'s end of the reaping pass (docs/validation.md, "The two paths agree on one run"): tracepoint vs fentry +72.8 % (QD4), +39.2 % (QD16), +15.4 % (QD64), +46.8 % (qd4-twopoint), +86.8 % (qd1-nvme), full profile 2026-12-03 14:10; QD1 on hpsim agrees (the tracepoint path, src/bpf; issue 13)',
+  },
   { id: '5 device time', scenario: /^qd(4|16|64)-fixed50$/, cause: `model E[D] +13 … +21 % (QD4), +21 … +22 % (QD16), +327 … +328 % (QD64) against the device's 50 µs: ${DEPTH_FD}` },
   {
     id: '5 self-check', scenario: /^qd4-twopoint$/,
     cause: '−17.3 % (model 6.31 vs measured 7.63 µs/IO, CI profile, 2026-12-03 13:05; −16.5 % on 2026-12-02 09:13 with the full profile\'s I/Os, −28.9 % before the finding call and the sleep\'s return path were measured) with F_D measured well (E[D] −1.3 % against the device\'s 58.98 µs). Not explained: on 2026-12-02 the ring\'s sleep fell over the run (requested mean 14.0 µs, final hybrid_poll_time/2 2.0 µs) and the model runs the mean as a static sleep, but on 2026-12-03 it stayed (requested 14.34 µs, hpt/2 over the run 14.59, final 12.20) and the model still reads 1.3 µs/IO low: the simulated QD4 hybrid loop on this device misses part of the poller\'s CPU (issue 15)',
+  },
+  {
+    id: '5 model', scenario: /^qd4-twopoint$/,
+    cause: 'the classic prediction from the hybrid run: −10.9 % in the full profile (7.70 + 2.72 µs/IO predicted vs the classic run\'s 11.70, 20,000 I/Os per run, 2026-12-03 14:10) where the CI profile\'s 4000 I/Os gave −4.9 % (8.37 + 2.72 vs 11.66, 13:05) with E[D] within 1.3 %: the model\'s classic CPU from the longer hybrid run is 0.67 µs/IO lower; cause not found (the self-check of the same run is OPEN, above; issue 15)',
   },
   {
     id: '5 model', scenario: /^qd4-fixed50$/,
@@ -47,6 +59,10 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
   {
     id: 'S agreement', scenario: /^sampling qd32 hybrid$/, title: /^wasted CPU/,
     cause: 'the runs\' own spread, not sampling: at QD32 the best sleep is 0, so wasted CPU is the run\'s measured CPU less the model\'s classic CPU, 1.6 ms of a run\'s 27 ms of poller CPU, and 0.1 % of the run\'s CPU moves it by 1.7 %. Two CI-profile boots on 2026-12-02 (23:08, 23:13): N=16 −2.58 % / +1.78 %, N=64 −2.06 % / +0.50 %; the control (N=1 run again after N=64) +1.55 %. The cheaper completion program at N > 1 lowers the run itself (the driver\'s poller CPU −1.5 … −1.9 %, the unsampled spin −5.7 … −6.6 %). Needs a bound for a difference of two CPU figures, or more I/Os per run (issue 16)',
+  },
+  {
+    id: 'L5 cpu', scenario: /^legacy seed004 hpdrive$/,
+    cause: `seed004's device (uniform 27–33 µs) in the full profile, 2026-12-03 14:10: classic +5.2 %, ½ mean −3.6 %, ¾ mean and min − wake −5.1 %, just outside ±5 % (seed001 passes). The classic row: ${LEGACY_TARGET}; the two sleeping rows below −5 % not explained (suspected: the completion-edge BPF added to the exporter's figure, 4.00 µs/IO there, is an estimate)`,
   },
   { id: 'L6 model ½ mean', scenario: /^legacy /, cause: `${LEGACY_SLEEP}; hpdrive: ${LEGACY_TARGET}` },
   { id: 'L6 model ¾ mean', scenario: /^legacy /, cause: `${LEGACY_SLEEP}; hpdrive: ${LEGACY_TARGET}` },
