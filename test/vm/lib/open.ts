@@ -46,7 +46,7 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
   { id: '5 device time', scenario: /^qd(4|16|64)-fixed50$/, cause: `model E[D] +13 … +21 % (QD4), +21 … +22 % (QD16), +327 … +328 % (QD64) against the device's 50 µs: ${DEPTH_FD}` },
   {
     id: '5 self-check', scenario: /^qd4-twopoint$/,
-    cause: '−17.3 % (model 6.31 vs measured 7.63 µs/IO, CI profile, 2026-12-03 13:05; −16.5 % on 2026-12-02 09:13 with the full profile\'s I/Os, −28.9 % before the finding call and the sleep\'s return path were measured) with F_D measured well (E[D] −1.3 % against the device\'s 58.98 µs). Not explained: on 2026-12-02 the ring\'s sleep fell over the run (requested mean 14.0 µs, final hybrid_poll_time/2 2.0 µs) and the model runs the mean as a static sleep, but on 2026-12-03 it stayed (requested 14.34 µs, hpt/2 over the run 14.59, final 12.20) and the model still reads 1.3 µs/IO low: the simulated QD4 hybrid loop on this device misses part of the poller\'s CPU (issue 15)',
+    cause: '−17.3 % (model 6.31 vs measured 7.63 µs/IO, CI profile, 2026-12-03 13:05; −20.6 % in the full profile at 14:10; −16.5 % on 2026-12-02 09:13 with the full profile\'s I/Os, −28.9 % before the finding call and the sleep\'s return path were measured) with F_D measured well (E[D] −1.3 % against the device\'s 58.98 µs). Not explained: on 2026-12-02 the ring\'s sleep fell over the run (requested mean 14.0 µs, final hybrid_poll_time/2 2.0 µs) and the model runs the mean as a static sleep, but on 2026-12-03 it stayed (requested 14.34 µs, hpt/2 over the run 14.59, final 12.20) and the model still reads 1.3 µs/IO low: the simulated QD4 hybrid loop on this device misses part of the poller\'s CPU (issue 15)',
   },
   {
     id: '5 model', scenario: /^qd4-twopoint$/,
