@@ -66,7 +66,7 @@ function exactScale(h: BucketHist | undefined): number {
 function deviceTime(w: DeviceWindow, minSamples: number): DeviceTime | undefined {
   const { dev_spun: spun, found_slept: found } = w.hists;
   const est = estimateDeviceTime(spun, found);
-  if (est && (est.samples >= minSamples || !(rqLatSamples(w) >= minSamples))) {
+  if (est && (est.samples >= minSamples || !(rqLatCounts(w).timed >= minSamples))) {
     const k = exactScale(spun);
     const resolved = est.resolvedMasses.map(([i, p]) => {
       const q = bucketPiece(i, p);
@@ -80,11 +80,11 @@ function deviceTime(w: DeviceWindow, minSamples: number): DeviceTime | undefined
   const rq = w.hists.rq_lat;
   const dist = calibratedDist(rq);
   if (!rq || !dist) return undefined;
-  const total = rq.buckets.reduce((a, [, c]) => a + c, 0);
+  const { total, timed } = rqLatCounts(w);
   return {
     dist,
     source: 'rq_lat',
-    samples: rqLatSamples(w),
+    samples: timed,
     censored: 0,
     masses: [...rq.buckets].filter(([, c]) => c > 0).sort((a, b) => a[0] - b[0]).map(([i, c]) => [i, c / total]),
     unresolved: [],
@@ -92,12 +92,13 @@ function deviceTime(w: DeviceWindow, minSamples: number): DeviceTime | undefined
 }
 
 /**
- * Timed completions in rq_lat, not the weighted count: what MIN_SAMPLES must judge (a device on
- * the loader's hists fallback is timed every time, so this errs low there).
+ * rq_lat's weighted count (its buckets' sum) and its timed completions, the count divided by the
+ * sampling rate: what MIN_SAMPLES must judge (a device on the loader's hists fallback is timed
+ * every time, so this errs low there).
  */
-function rqLatSamples(w: DeviceWindow): number {
+function rqLatCounts(w: DeviceWindow): { total: number; timed: number } {
   const total = w.hists.rq_lat?.buckets.reduce((a, [, c]) => a + c, 0) ?? 0;
-  return Math.floor(total / Math.max(1, w.sampleRate ?? 1));
+  return { total, timed: Math.floor(total / Math.max(1, w.sampleRate ?? 1)) };
 }
 
 const counter = (w: DeviceWindow, k: string): number | undefined => {
