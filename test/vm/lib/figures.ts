@@ -178,6 +178,7 @@ export function exporterFigures(r: RunRecord, majmin?: string): ExporterFigures 
   const dev = { device: !named && majmin && select(a, 'hybridpoll_polled_ios_total', { device: majmin }).length > 0 ? majmin : r.device };
   const era = select(a, 'hybridpoll_kernel_era_info')[0]?.labels.era;
   const pollPath = select(a, 'hybridpoll_bpf_poll_path_info').find((s) => s.value === 1)?.labels.path;
+  const inputs = select(a, 'hybridpoll_model_input_info', dev)[0]?.labels;
   return {
     polledIos: delta(b, a, 'hybridpoll_polled_ios_total', dev),
     sleeps: delta(b, a, 'hybridpoll_poll_sleeps_total', dev),
@@ -199,8 +200,8 @@ export function exporterFigures(r: RunRecord, majmin?: string): ExporterFigures 
     wastedCores: value(a, 'hybridpoll_wasted_cpu_cores', dev),
     modelSelfError: value(a, 'hybridpoll_model_cpu_error_ratio', dev),
     inFlight: value(a, 'hybridpoll_model_in_flight_ios', dev),
-    depthMethod: select(a, 'hybridpoll_model_input_info', dev)[0]?.labels.depth,
-    deviceTimeSource: select(a, 'hybridpoll_model_input_info', dev)[0]?.labels.device_time,
+    depthMethod: inputs?.depth,
+    deviceTimeSource: inputs?.device_time,
     deviceTimeSourceBefore: select(b, 'hybridpoll_model_input_info', dev)[0]?.labels.device_time,
     modelIouringSleep: value(a, 'hybridpoll_policy_sleep_seconds', { ...dev, policy: 'iouring_half_min' }),
     modelMeanDeviceTime: value(a, 'hybridpoll_model_device_time_mean_seconds', dev),
