@@ -335,8 +335,8 @@ static __always_inline struct rq_slot *rq_slot_of(u32 dev)
  * with preemption off, and one CPU's programs do not interleave). The slot counts every
  * completion (ios, bytes, errors: exact); a sampled one (weight w > 0) adds w to its bucket and
  * w x latency to the sum, so the histogram estimates every completion whatever the rate was when
- * it completed. Only when the device finds no slot, the
- * shared map with atomic adds, every completion timed (weight 1: its count is the exact one). */
+ * it completed. Only when the device finds no slot, the shared map with atomic adds, every
+ * completion timed (weight 1: its count is the exact one). */
 static __always_inline bool rq_lat_add(u32 dev, u64 ts, u32 w, unsigned int bytes, int error, bool polled)
 {
 	struct rq_slot *s = rq_slot_of(dev);
