@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { memKiB, procStat } from './proc.mjs';
 import { makeHost } from './tree.mjs';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -31,10 +32,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const devices = Number(opt.devices);
 
 /** utime + stime of a process, ms */
-function cpuMs(pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // USER_HZ = 100 on Linux
-}
+const cpuMs = (pid) => (procStat(pid).cpuTicks * 1000) / 100; // USER_HZ = 100 on Linux
 
 async function one(checkout, port) {
   const host = makeHost(devices);
@@ -63,8 +61,7 @@ async function one(checkout, port) {
       if (Number(opt.pace) > 0) await sleep(Number(opt.pace));
     }
     const cpu = (cpuMs(p.pid) - c0) / Number(opt.scrapes);
-    const st = readFileSync(`/proc/${p.pid}/status`, 'utf8');
-    return { cpu, rss: Number(/VmRSS:\s+(\d+)/.exec(st)[1]) / 1024, hwm: Number(/VmHWM:\s+(\d+)/.exec(st)[1]) / 1024 };
+    return { cpu, rss: memKiB(p.pid, 'VmRSS') / 1024, hwm: memKiB(p.pid, 'VmHWM') / 1024 };
   } finally {
     agent.destroy();
     p.kill('SIGTERM');

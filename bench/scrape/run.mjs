@@ -29,6 +29,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { memKiB, procStat } from './proc.mjs';
 import { makeHost } from './tree.mjs';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -91,14 +92,6 @@ const quantile = (xs, q) => {
   return s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)];
 };
 
-function procStat(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { cpuTicks: Number(f[11]) + Number(f[12]) }; // utime, stime
-}
-function memKiB(pid, key) {
-  return Number(new RegExp(`${key}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
-}
 
 function freePort() {
   return new Promise((ok) => {
