@@ -16,7 +16,6 @@ import { memKiB, procStat } from './proc.mjs';
 import { makeHost } from './tree.mjs';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const FAKE = resolve(ROOT, 'test/hardening/fixtures/fake-loader.mjs');
 const { values: opt } = parseArgs({ options: {
   baseline: { type: 'string' },
   devices: { type: 'string', default: '64' },
@@ -36,8 +35,10 @@ const cpuMs = (pid) => (procStat(pid).cpuTicks * 1000) / 100; // USER_HZ = 100 o
 
 async function one(checkout, port) {
   const host = makeHost(devices);
+  // each build with its own fake loader, which speaks that build's loader protocol
+  const fake = resolve(checkout, 'test/hardening/fixtures/fake-loader.mjs');
   const args = [resolve(checkout, 'dist/cli.js'), `--path.sysfs=${host.sys}`, `--path.debugfs=${host.debug}`, `--path.procfs=${host.proc}`,
-    `--web.listen-address=127.0.0.1:${port}`, `--collector.interval=${opt.interval}`, '--bpf.enable=on', `--bpf.loader=${FAKE}`, '--log.level=error'];
+    `--web.listen-address=127.0.0.1:${port}`, `--collector.interval=${opt.interval}`, '--bpf.enable=on', `--bpf.loader=${fake}`, '--log.level=error'];
   const p = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, HP_FAKE_DEVICES: String(devices) } });
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const get = () => new Promise((res, rej) => {

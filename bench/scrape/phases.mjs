@@ -37,7 +37,8 @@ const variants = parseHistogramList
   ? opt.histograms.map((h) => ({ name: h, bpf: h === 'default' ? undefined : { keepEvery: 4, fullHistograms: parseHistogramList(h) } }))
   : [{ name: 'all (fixed)', bpf: undefined }];
 
-const FAKE = resolve(ROOT, 'test/hardening/fixtures/fake-loader.mjs');
+// the checkout's own fake loader: it speaks that build's loader protocol
+const FAKE = resolve(opt.root, 'test/hardening/fixtures/fake-loader.mjs');
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const log = createLogger('error');
 

@@ -61,6 +61,8 @@ const WARMUP = Number(opt.warmup);
 const PAIRS = Number(opt.pairs);
 const DEVICES = opt.devices.split(',').map(Number);
 const BASE_CLI = opt.baseline ? resolve(opt.baseline, 'dist/cli.js') : undefined;
+// the baseline's own fake loader: it speaks that build's loader protocol (2 since flat buckets)
+const BASE_FAKE = opt.baseline ? resolve(opt.baseline, 'test/hardening/fixtures/fake-loader.mjs') : undefined;
 const PACE_MS = Number(opt.pace);
 /**
  * Our exporter per --histograms value and collection mode: "hybridpoll" for the default
@@ -126,7 +128,7 @@ async function start(kind, host, devices, o = {}) {
     if (v.nodeOptions) env = { ...env, NODE_OPTIONS: v.nodeOptions };
     if (o.realLoader) args.push('--bpf.enable=on');
     else if (IS_ROOT) {
-      args.push('--bpf.enable=on', `--bpf.loader=${FAKE}`);
+      args.push('--bpf.enable=on', `--bpf.loader=${BEFORE.has(kind) ? BASE_FAKE : FAKE}`);
       env = { ...env, HP_FAKE_DEVICES: String(devices) };
     } else args.push('--no-collector.bpf');
   } else {

@@ -147,7 +147,8 @@ export class RestartAccumulator {
 function fold(t: HistTotal): void {
   if (!t.last) return;
   const base = (t.base ??= new Float64Array(NB));
-  for (const [i, c] of t.last.buckets) base[i] = base[i]! + c;
+  const b = t.last.buckets;
+  for (let j = 0; j < b.length; j += 2) base[b[j]!] = base[b[j]!]! + b[j + 1]!;
   t.baseSum += t.last.sumNs;
   t.baseAux0 += t.last.aux0;
   t.baseAux1 += t.last.aux1;
@@ -156,10 +157,11 @@ function fold(t: HistTotal): void {
 
 /** Buckets ascending by index, none empty, count their sum: what histTotal returns. */
 function canonical(h: BucketHist): boolean {
+  const b = h.buckets;
   let sum = 0;
-  for (let j = 0; j < h.buckets.length; j++) {
-    const [i, c] = h.buckets[j]!;
-    if (!(c > 0) || (j > 0 && i <= h.buckets[j - 1]![0])) return false;
+  for (let j = 0; j < b.length; j += 2) {
+    const c = b[j + 1]!;
+    if (!(c > 0) || (j > 0 && b[j]! <= b[j - 2]!)) return false;
     sum += c;
   }
   return sum === h.count;
@@ -170,12 +172,13 @@ function histTotal(t: HistTotal): BucketHist {
   // object per reading that nothing mutates, so it is passed on as it is.
   if (!t.base && t.last && canonical(t.last)) return t.last;
   const dense = t.base ? Float64Array.from(t.base) : new Float64Array(NB);
-  for (const [i, c] of t.last?.buckets ?? []) dense[i] = dense[i]! + c;
-  const buckets: [number, number][] = [];
+  const last = t.last?.buckets ?? [];
+  for (let j = 0; j < last.length; j += 2) dense[last[j]!] = dense[last[j]!]! + last[j + 1]!;
+  const buckets: number[] = [];
   let count = 0;
   dense.forEach((c, i) => {
     if (c > 0) {
-      buckets.push([i, c]);
+      buckets.push(i, c);
       count += c;
     }
   });

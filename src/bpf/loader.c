@@ -35,7 +35,7 @@
 #ifndef HP_VERSION
 #define HP_VERSION "dev"
 #endif
-#define PROTO 1
+#define PROTO 2
 #define MAX_ATTEMPTS 8
 #define REQ_MAX 256
 
@@ -603,11 +603,12 @@ static void dump_hists(struct hpoll *skel)
 		/* rq_lat: the exact number of completions; count estimates it when sampling */
 		if (e->key.kind == HK_RQ_LAT)
 			printf("\"ios\":%llu,", (unsigned long long)e->ios);
+		/* flat, index then count, ascending: one array per histogram for the exporter to parse */
 		printf("\"b\":[");
 		for (int i = 0; i < HP_NB; i++) {
 			if (!e->h.slots[i])
 				continue;
-			printf("%s[%d,%llu]", f ? "" : ",", i, (unsigned long long)e->h.slots[i]);
+			printf("%s%d,%llu", f ? "" : ",", i, (unsigned long long)e->h.slots[i]);
 			f = false;
 		}
 		printf("]}");

@@ -4,7 +4,8 @@
 import { NB } from '../model/buckets.js';
 import { HIST_KINDS, type BpfProgramStatus, type BpfSnapshot, type BucketHist, type HistKind, type PollPath } from './types.js';
 
-export const PROTOCOL_VERSION = 1;
+/** 2: histogram buckets flat on the wire (`"b":[index,count,index,count,…]`), not as pairs */
+export const PROTOCOL_VERSION = 2;
 /** Longest line accepted from the loader: a snapshot of hundreds of device series fits easily. */
 export const MAX_LINE_BYTES = 16 * 1024 * 1024;
 
@@ -241,14 +242,12 @@ function rate(v: unknown, path: string): number {
 
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
-/** A [index, count] pair the fast check refused, checked field by field to say what is wrong. */
-function badBucket(p: unknown, path: string): never {
-  const pair = arr(p, path);
-  if (pair.length !== 2) throw new ProtocolError(`${path}: expected [index, count]`);
-  const i = count(pair[0], `${path}[0]`);
-  if (i >= NB) throw new ProtocolError(`${path}[0]: bucket index ${i} is off the grid 0..${NB - 1}`);
-  count(pair[1], `${path}[1]`);
-  throw new ProtocolError(`${path}: expected [index, count]`);
+/** The index, count pair at b[j] that the fast check refused, checked field by field to say what is wrong. */
+function badBucket(b: unknown[], j: number, path: string): never {
+  const i = count(b[j], `${path}[${j}]`);
+  if (i >= NB) throw new ProtocolError(`${path}[${j}]: bucket index ${i} is off the grid 0..${NB - 1}`);
+  count(b[j + 1], `${path}[${j + 1}]`);
+  throw new ProtocolError(`${path}[${j}]: bucket index ${i} repeated or not ascending`);
 }
 
 const KINDS: ReadonlySet<string> = new Set(HIST_KINDS);
@@ -258,14 +257,17 @@ function parseHist(v: unknown, path: string): LoaderHist | string {
   const kind = str(o['kind'], `${path}.kind`);
   if (!KINDS.has(kind)) return kind;
   const b = arr(o['b'], `${path}.b`);
-  // Tens of thousands of pairs per snapshot at 64 devices: checked without building a path string
-  // for each, and kept as the arrays JSON.parse made (fresh, unshared) instead of copies.
-  const buckets = b as [number, number][];
+  if (b.length % 2 !== 0) throw new ProtocolError(`${path}.b: expected index, count pairs, got ${b.length} numbers`);
+  // Tens of thousands of buckets per snapshot at 64 devices: checked without building a path
+  // string for each, and kept as the array JSON.parse made (fresh, unshared) instead of a copy.
+  // Indices ascending, as the loader writes them, so that each appears once.
+  const buckets = b as number[];
   let total = 0;
-  for (let j = 0; j < b.length; j++) {
-    const pair = b[j];
-    if (!Array.isArray(pair) || pair.length !== 2 || !isCount(pair[0]) || pair[0] >= NB || !isCount(pair[1])) badBucket(pair, `${path}.b[${j}]`);
-    total += pair[1];
+  for (let j = 0; j < b.length; j += 2) {
+    const i = b[j];
+    const c = b[j + 1];
+    if (!isCount(i) || i >= NB || !isCount(c) || (j > 0 && !(i > (b[j - 2] as number)))) badBucket(b, j, `${path}.b`);
+    total += c;
   }
   const n = count(o['count'], `${path}.count`);
   // the loader derives count from the buckets, so _count always equals the +Inf bucket

@@ -18,10 +18,14 @@ export type HistKind = (typeof HIST_KINDS)[number];
 
 /**
  * A cumulative histogram on the log-linear bucket grid (src/model/buckets.ts).
- * `buckets` is sparse: [index, count] pairs, non-cumulative, summed over CPUs. Monotonic over time.
+ * `buckets` is sparse and flat: index, count, index, count, …, non-cumulative, summed over CPUs.
+ * Monotonic over time. Flat, not [index, count] pairs: a snapshot at 64 devices holds ~25 k
+ * buckets, and a small array per bucket, kept by the model's window for a few collections, was
+ * most of what V8's garbage collector copied and marked (bench/README.md, "Collection CPU at 64
+ * devices").
  */
 export interface BucketHist {
-  buckets: [number, number][];
+  buckets: number[];
   count: number;
   sumNs: number;
   /** kind-specific extra sums, see src/bpf/README.md (rq_lat: bytes, errors; sleep_req: Σ hybrid_poll_time/2, samples; spin: ns, loops after a sleep) */

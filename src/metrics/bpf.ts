@@ -79,7 +79,10 @@ const scratch = new Float64Array(OVERFLOW + 1);
 function cumulativeCounts(h: BucketHist, index: readonly number[]): { atBoundary: number[]; inf: number } {
   if (index.length > 0) scratch.fill(0);
   let inf = 0;
-  for (const [i, c] of h.buckets) {
+  const b = h.buckets;
+  for (let j = 0; j < b.length; j += 2) {
+    const i = b[j]!;
+    const c = b[j + 1]!;
     if (i >= 0 && i <= OVERFLOW) {
       if (index.length > 0) scratch[i] = scratch[i]! + c;
       inf += c;

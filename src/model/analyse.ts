@@ -7,6 +7,7 @@ import { advise } from './advice.js';
 import { lowerNs, midNs, NB, upperNs } from './buckets.js';
 import { atom, bucketPiece, calibratedDist, summary } from './dist.js';
 import { estimateDeviceTime } from './censored.js';
+import { bucketPairs, bucketTotal, filledBuckets } from './hist.js';
 import { CostModel, evaluatePolicies, policySleep, WorstCase, type UnresolvedAtom } from './policies.js';
 import type { AnalyseOptions, CurrentPolicy, CurrentState, DepthState, DeviceTimeSource, DeviceWindow, Dist, Measured, ModelTarget, OversleepCheck, UnresolvedBound } from './types.js';
 import { Accumulator, totalsDelta } from './window.js';
@@ -41,7 +42,9 @@ function exactScale(h: BucketHist | undefined): number {
   // the bucket reading's mean: Σ c·mid / Σ c (midNs is the mean of bucketPiece's piece)
   let n = 0;
   let sum = 0;
-  for (const [i, c] of h.buckets) {
+  for (let j = 0; j < h.buckets.length; j += 2) {
+    const i = h.buckets[j]!;
+    const c = h.buckets[j + 1]!;
     if (c > 0 && Number.isInteger(i) && i >= 0 && i < NB) {
       n += c;
       sum += c * midNs(i);
@@ -86,7 +89,7 @@ function deviceTime(w: DeviceWindow, minSamples: number): DeviceTime | undefined
     source: 'rq_lat',
     samples: timed,
     censored: 0,
-    masses: [...rq.buckets].filter(([, c]) => c > 0).sort((a, b) => a[0] - b[0]).map(([i, c]) => [i, c / total]),
+    masses: bucketPairs(rq).filter(([, c]) => c > 0).sort((a, b) => a[0] - b[0]).map(([i, c]) => [i, c / total]),
     unresolved: [],
   };
 }
@@ -97,7 +100,7 @@ function deviceTime(w: DeviceWindow, minSamples: number): DeviceTime | undefined
  * every time, so this errs low there).
  */
 function rqLatCounts(w: DeviceWindow): { total: number; timed: number } {
-  const total = w.hists.rq_lat?.buckets.reduce((a, [, c]) => a + c, 0) ?? 0;
+  const total = w.hists.rq_lat ? bucketTotal(w.hists.rq_lat) : 0;
   return { total, timed: Math.floor(total / Math.max(1, w.sampleRate ?? 1)) };
 }
 
@@ -227,7 +230,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
 
   // The current state, as measured: which I/Os slept and for how long.
   const kernelEstimate = sleepReq !== undefined && sleepReq.aux1 > 0;
-  const slept = sleeps > 0 && (kernelEstimate || (sleepReq !== undefined && sleepReq.count > 0 && sleepReq.buckets.some(([, c]) => c > 0)));
+  const slept = sleeps > 0 && (kernelEstimate || (sleepReq !== undefined && sleepReq.count > 0 && filledBuckets(sleepReq) > 0));
   const policy = detectPolicy(w.era, w.ioPollDelay, slept, kernelEstimate);
   const sleepDist = slept ? currentSleep(policy, sleepReq!, kernelEstimate) : undefined;
   const settingSleep = !slept && policy !== 'classic' && policy !== 'unknown' && policy !== 'oracle' ? policySleep(policy, m) : undefined;
@@ -329,7 +332,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
  */
 function currentSleep(policy: CurrentPolicy, sleepReq: BucketHist, kernelEstimate: boolean): Dist | undefined {
   if (kernelEstimate) return atom(sleepReq.aux0 / sleepReq.aux1);
-  const filled = sleepReq.buckets.filter(([, c]) => c > 0).length;
+  const filled = filledBuckets(sleepReq);
   if (sleepReq.count > 0 && (policy === 'blkmq_fixed' || (policy === 'blkmq_half_mean' && filled === 1))) return atom(sleepReq.sumNs / sleepReq.count);
   return calibratedDist(sleepReq);
 }

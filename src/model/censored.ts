@@ -34,7 +34,12 @@ export interface DeviceTimeEstimate {
 
 const dense = (h: BucketHist | undefined): Float64Array => {
   const a = new Float64Array(NB);
-  for (const [i, c] of h?.buckets ?? []) if (Number.isInteger(i) && i >= 0 && i < NB && c > 0) a[i]! += c;
+  const b = h?.buckets ?? [];
+  for (let j = 0; j < b.length; j += 2) {
+    const i = b[j]!;
+    const c = b[j + 1]!;
+    if (Number.isInteger(i) && i >= 0 && i < NB && c > 0) a[i]! += c;
+  }
   return a;
 };
 

@@ -37,8 +37,24 @@ export function distFromMasses(masses: readonly (readonly [number, number])[]): 
   return { pieces: sorted.map(([i, w]) => bucketPiece(i, w / total)) };
 }
 
+/** distFromMasses over a histogram's flat buckets, without a pair per bucket. */
 export function distFromHist(h: BucketHist | undefined): Dist | undefined {
-  return h ? distFromMasses(h.buckets) : undefined;
+  if (!h) return undefined;
+  const b = h.buckets;
+  const kept: number[] = [];
+  let total = 0;
+  let sorted = true;
+  for (let j = 0; j < b.length; j += 2) {
+    const i = b[j]!;
+    const w = b[j + 1]!;
+    if (!(w > 0 && Number.isInteger(i) && i >= 0 && i < NB)) continue;
+    if (kept.length > 0 && b[kept[kept.length - 1]!]! > i) sorted = false;
+    kept.push(j);
+    total += w;
+  }
+  if (!(total > 0)) return undefined;
+  if (!sorted) kept.sort((x, y) => b[x]! - b[y]!);
+  return { pieces: kept.map((j) => bucketPiece(b[j]!, b[j + 1]! / total)) };
 }
 
 /**

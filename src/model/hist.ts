@@ -1,4 +1,4 @@
-// Operations on sparse cumulative histograms (BucketHist: [index, count] pairs on the grid of
+// Operations on sparse cumulative histograms (BucketHist: flat index, count pairs on the grid of
 // buckets.ts) and on counters: deltas between two readings with reset detection, sums, and the
 // cumulative Prometheus `le` view.
 import type { BucketHist } from '../bpf/types.js';
@@ -14,27 +14,53 @@ export const emptyHist = (): BucketHist => ({ buckets: [], count: 0, sumNs: 0, a
 const scratch = new Float64Array(NB);
 
 const add = (h: BucketHist, sign: 1 | -1): void => {
-  for (const [i, c] of h.buckets) scratch[i] = scratch[i]! + sign * c;
+  const b = h.buckets;
+  for (let j = 0; j < b.length; j += 2) scratch[b[j]!] = scratch[b[j]!]! + sign * b[j + 1]!;
 };
 
-const collect = (): [number, number][] => {
-  const out: [number, number][] = [];
+const collect = (): number[] => {
+  const out: number[] = [];
   for (let i = 0; i < NB; i++) {
     const c = scratch[i]!;
     if (c !== 0) {
-      out.push([i, c]);
+      out.push(i, c);
       scratch[i] = 0;
     }
   }
   return out;
 };
 
+/** The buckets as [index, count] pairs, for code off the scrape's path (reports, recordings, tests). */
+export function bucketPairs(h: BucketHist): [number, number][] {
+  const out: [number, number][] = [];
+  for (let j = 0; j < h.buckets.length; j += 2) out.push([h.buckets[j]!, h.buckets[j + 1]!]);
+  return out;
+}
+
+/** [index, count] pairs → BucketHist's flat buckets. */
+export const flatBuckets = (pairs: readonly (readonly [number, number])[]): number[] => pairs.flat();
+
+/** Buckets with a count above 0. */
+export function filledBuckets(h: BucketHist): number {
+  let n = 0;
+  for (let j = 1; j < h.buckets.length; j += 2) if (h.buckets[j]! > 0) n++;
+  return n;
+}
+
+/** Σ of the bucket counts. */
+export function bucketTotal(h: BucketHist): number {
+  let total = 0;
+  for (let j = 1; j < h.buckets.length; j += 2) total += h.buckets[j]!;
+  return total;
+}
+
 /** True when `cur` cannot have grown from `prev`: a bucket, the count, a sum or an aux field went down. */
 export function histReset(prev: BucketHist, cur: BucketHist): boolean {
   if (cur.count < prev.count || cur.sumNs < prev.sumNs || cur.aux0 < prev.aux0 || cur.aux1 < prev.aux1) return true;
   add(cur, 1);
-  const reset = prev.buckets.some(([i, n]) => scratch[i]! < n);
-  for (const [i] of cur.buckets) scratch[i] = 0;
+  let reset = false;
+  for (let j = 0; j < prev.buckets.length && !reset; j += 2) reset = scratch[prev.buckets[j]!]! < prev.buckets[j + 1]!;
+  for (let j = 0; j < cur.buckets.length; j += 2) scratch[cur.buckets[j]!] = 0;
   return reset;
 }
 
@@ -68,7 +94,11 @@ export function counterIncrease(prev: number | undefined, cur: number): number {
 
 /** Rejects malformed input with a clear message (indices off the grid, negative or non-finite counts). */
 export function checkHist(h: BucketHist, what: string): void {
-  for (const [i, c] of h.buckets) {
+  const b = h.buckets;
+  if (b.length % 2 !== 0) throw new Error(`${what}: buckets are not index, count pairs (${b.length} numbers)`);
+  for (let j = 0; j < b.length; j += 2) {
+    const i = b[j]!;
+    const c = b[j + 1]!;
     if (!Number.isInteger(i) || i < 0 || i >= NB) throw new Error(`${what}: bucket index ${i} is not on the grid 0..${NB - 1}`);
     if (!Number.isFinite(c) || c < 0) throw new Error(`${what}: bucket ${i} has count ${c}`);
   }
@@ -79,7 +109,7 @@ export function checkHist(h: BucketHist, what: string): void {
 
 /** Cumulative counts at every bound: Prometheus `le` semantics, bucket i holds (upper(i−1), upper(i)]. */
 export function cumulativeLe(h: BucketHist): { leNs: number; count: number }[] {
-  const sorted = [...h.buckets].sort((a, b) => a[0] - b[0]);
+  const sorted = bucketPairs(h).sort((a, b) => a[0] - b[0]);
   let acc = 0;
   return sorted.map(([i, c]) => {
     acc += c;
@@ -89,5 +119,7 @@ export function cumulativeLe(h: BucketHist): { leNs: number; count: number }[] {
 
 /** Number of samples ≤ x ns (exact when x is a bound of the grid). */
 export function countLe(h: BucketHist, x: number): number {
-  return h.buckets.reduce((a, [i, c]) => (upperNs(i) <= x ? a + c : a), 0);
+  let n = 0;
+  for (let j = 0; j < h.buckets.length; j += 2) if (upperNs(h.buckets[j]!) <= x) n += h.buckets[j + 1]!;
+  return n;
 }

@@ -2,6 +2,7 @@
 // looping replay can continue every counter from where the previous pass ended instead of
 // jumping back to the recording's first values. Pure.
 import type { BpfSnapshot, BucketHist } from '../bpf/types.js';
+import { bucketPairs, flatBuckets } from '../model/hist.js';
 import type { SnapshotInputs } from '../snapshot/types.js';
 import type { DeviceReading } from '../sources/types.js';
 
@@ -65,7 +66,7 @@ function mapBpf(
       hists: Object.fromEntries(
         Object.entries(d.hists).map(([kind, h]) => {
           const key = `hist|${d.dev}|${kind}`;
-          const q: BucketHist = { ...h, buckets: hist(key, h.buckets) };
+          const q: BucketHist = { ...h, buckets: flatBuckets(hist(key, bucketPairs(h))) };
           for (const k of HIST_SCALARS) q[k] = scalar(`${key}|${k}`, h[k]);
           return [kind, q];
         }),

@@ -2,6 +2,7 @@
 // hand-edited recording is refused with the path of the bad field instead of breaking a scrape.
 import { BPF_CAUSES, HIST_KINDS, type BpfCause, type BpfDeviceSeries, type BpfProgramStatus, type BpfRing, type BpfSnapshot, type BpfStatus, type BucketHist } from '../bpf/types.js';
 import { NB } from '../model/buckets.js';
+import { flatBuckets } from '../model/hist.js';
 import { COLLECTORS, type CollectorResult, type SnapshotInputs } from '../snapshot/types.js';
 import { ERAS, type DeviceReading, type EraDetection, type HctxIoPoll, type HostReading, type KernelFeatures, type PollStat, type PollStatBucket } from '../sources/types.js';
 import {
@@ -72,7 +73,8 @@ const host = object<HostReading>({
 // derived from the buckets) and as the exposition requires (+Inf bucket = _count): a frame that
 // breaks it used to pass here and then fail every scrape of the replay with a 500
 // (found by test/hardening/fuzzLoaderRecording.test.ts).
-const bucketHistFields = object<BucketHist>({
+// The file holds buckets as [index, count] pairs (format.ts frameLine); BucketHist keeps them flat.
+const bucketHistFields = object<Omit<BucketHist, 'buckets'> & { buckets: [number, number][] }>({
   buckets: array(tuple2(int(0, NB - 1), count)),
   count,
   sumNs: count,
@@ -83,7 +85,7 @@ const bucketHist: Check<BucketHist> = (v, path) => {
   const h = bucketHistFields(v, path);
   const total = h.buckets.reduce((a, [, c]) => a + c, 0);
   if (total !== h.count) throw new CheckError(`${path}.count`, `${h.count} is not the sum of the buckets (${total})`);
-  return h;
+  return { ...h, buckets: flatBuckets(h.buckets) };
 };
 
 const deviceSeries = object<BpfDeviceSeries>({

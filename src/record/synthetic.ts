@@ -23,6 +23,7 @@
 import type { BpfProgramStatus, BpfSnapshot, BucketHist, HistKind } from '../bpf/types.js';
 import { POLLER_COUNTERS } from '../bpf/protocol.js';
 import { bucketOf } from '../model/buckets.js';
+import { flatBuckets } from '../model/hist.js';
 import type { CollectorResult, SnapshotInputs } from '../snapshot/types.js';
 import { detectEra } from '../sources/era.js';
 import type { DeviceReading, HostReading, KernelFeatures } from '../sources/types.js';
@@ -318,7 +319,7 @@ function step(st: DeviceState, t: number, stepSeconds: number, simPerStep: numbe
 }
 
 const sparse = (h: Hist): BucketHist => ({
-  buckets: [...h.buckets].filter(([, c]) => c > 0).sort((a, b) => a[0] - b[0]),
+  buckets: flatBuckets([...h.buckets].filter(([, c]) => c > 0).sort((a, b) => a[0] - b[0])),
   count: h.count,
   sumNs: h.sumNs,
   aux0: h.aux0,

@@ -2,6 +2,7 @@
 // with the context needed to read it. Pure: snapshots in, Report out; the renderers take it from here.
 import type { BpfRing, PollPath } from '../bpf/types.js';
 import { analysePair, histIncrease, MIN_SAMPLES, type ModelTarget } from '../model/index.js';
+import { bucketPairs } from '../model/hist.js';
 import type { RecordingHeader } from '../record/format.js';
 import type { SnapshotInputs } from '../snapshot/types.js';
 import { caveats, type Caveats } from './caveats.js';
@@ -88,7 +89,7 @@ export function buildReport(from: SnapshotInputs, to: SnapshotInputs, o: BuildOp
   const devices: ReportDevice[] = targets.map((target) => {
     const before = from.bpf?.devices.find((d) => d.dev === target.dev)?.hists.rq_lat;
     const after = to.bpf?.devices.find((d) => d.dev === target.dev)?.hists.rq_lat;
-    return { target, caveats: caveats(target), latency: after ? histIncrease(before, after).buckets : [] };
+    return { target, caveats: caveats(target), latency: after ? bucketPairs(histIncrease(before, after)) : [] };
   });
   const notes: string[] = [];
   if (!to.bpf) {

@@ -4,9 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { RestartAccumulator } from '../../src/bpf/accumulate.js';
 import { parseLine, toBpfSnapshot, type LoaderHello, type LoaderSnap } from '../../src/bpf/protocol.js';
 import type { BpfRing, BpfSnapshot, BucketHist } from '../../src/bpf/types.js';
+import { bucketPairs, flatBuckets } from '../../src/model/hist.js';
 
 function hist(buckets: [number, number][], sumNs = 0): BucketHist {
-  return { buckets, count: buckets.reduce((a, [, c]) => a + c, 0), sumNs, aux0: 0, aux1: 0 };
+  return { buckets: flatBuckets(buckets), count: buckets.reduce((a, [, c]) => a + c, 0), sumNs, aux0: 0, aux1: 0 };
 }
 
 function raw(n: { lat?: [number, number][]; ios?: number; drops?: number; run?: number; rings?: BpfRing[] }): BpfSnapshot {
@@ -43,7 +44,7 @@ describe('RestartAccumulator', () => {
     expect(early.devices[0]!.hists.rq_lat!.count).toBe(4);
     expect(early.deviceCounters['259:0']).toEqual({ polled_ios: 4 });
     const s = a.apply(raw({ lat: [[50, 1], [70, 2]], ios: 3, drops: 1, run: 5 }));
-    expect(s.devices[0]!.hists.rq_lat!.buckets).toEqual([[50, 4], [60, 1], [70, 2]]);
+    expect(s.devices[0]!.hists.rq_lat!.buckets).toEqual([50, 4, 60, 1, 70, 2]);
     expect(s.devices[0]!.hists.rq_lat!.count).toBe(7);
     expect(s.devices[0]!.hists.rq_lat!.sumNs).toBe(20 + 20);
     expect(s.deviceCounters['259:0']).toEqual({ polled_ios: 7 });
@@ -52,7 +53,7 @@ describe('RestartAccumulator', () => {
   });
 
   it('keeps the depth counters monotonic across a loader restart, through the protocol, with their ratio', () => {
-    const hello = parseLine(JSON.stringify({ type: 'hello', proto: 1, version: '0', pid: 1, ncpu: 2, nb: 144, kernel: '7.3', poll_path: 'fentry', programs: {},
+    const hello = parseLine(JSON.stringify({ type: 'hello', proto: 2, version: '0', pid: 1, ncpu: 2, nb: 144, kernel: '7.3', poll_path: 'fentry', programs: {},
       polled_flag: '__REQ_POLLED=22', hybrid_poll_time: true, test_tgid: 0, calib_pct: 200, load_us: 1 })) as LoaderHello;
     const dev = (polled: number, depth?: [number, number]) => ({ dev: '259:0', polled_ios: polled, classified_exact: 0, classified_calibrated: 0, sleeps_unmatched: 0,
       min_found_ns: 0, found_threshold_ns: 0, min_dev_ns: 0, ...(depth ? { waits: depth[0], inflight_sum: depth[1] } : {}) });
@@ -132,9 +133,9 @@ describe('RestartAccumulator', () => {
             if (prev) {
               expect(s.deviceCounters['259:0']!['polled_ios']).toBeGreaterThanOrEqual(prev.deviceCounters['259:0']!['polled_ios']!);
               const ph = prev.devices[0]?.hists.rq_lat;
-              for (const [i, c] of ph?.buckets ?? []) expect(h!.buckets.find(([j]) => j === i)![1]).toBeGreaterThanOrEqual(c);
+              for (const [i, c] of ph ? bucketPairs(ph) : []) expect(bucketPairs(h!).find(([j]) => j === i)![1]).toBeGreaterThanOrEqual(c);
             }
-            if (h) expect(h.count).toBe(h.buckets.reduce((x, [, c]) => x + c, 0));
+            if (h) expect(h.count).toBe(bucketPairs(h).reduce((x, [, c]) => x + c, 0));
             prev = s;
           }
           trueTotal += ios;

@@ -6,11 +6,12 @@ import { bucketOf, OVERFLOW, upperNs } from '../../src/model/buckets.js';
 import { bpfFamilies, checkPromBuckets, MIN_EXPOSED_NS, promBuckets } from '../../src/metrics/bpf.js';
 import { serialize } from '../../src/metrics/exposition.js';
 import type { Snapshot } from '../../src/snapshot/types.js';
+import { flatBuckets } from '../../src/model/hist.js';
 
 function histOf(values: number[]): BucketHist {
   const m = new Map<number, number>();
   for (const v of values) m.set(bucketOf(v), (m.get(bucketOf(v)) ?? 0) + 1);
-  return { buckets: [...m.entries()], count: values.length, sumNs: values.reduce((a, b) => a + b, 0), aux0: 0, aux1: 0 };
+  return { buckets: flatBuckets([...m.entries()]), count: values.length, sumNs: values.reduce((a, b) => a + b, 0), aux0: 0, aux1: 0 };
 }
 
 describe('promBuckets', () => {
@@ -36,7 +37,7 @@ describe('promBuckets', () => {
   });
 
   it('puts samples below the first exposed bound into it and the overflow only into +Inf', () => {
-    const h: BucketHist = { buckets: [[0, 1], [3, 2], [OVERFLOW, 4]], count: 7, sumNs: 1, aux0: 0, aux1: 0 };
+    const h: BucketHist = { buckets: [0, 1, 3, 2, OVERFLOW, 4], count: 7, sumNs: 1, aux0: 0, aux1: 0 };
     const b = promBuckets(h, 4);
     expect(b[0]).toEqual({ le: MIN_EXPOSED_NS / 1e9, count: 3 });
     expect(b.at(-2)!.count).toBe(3);

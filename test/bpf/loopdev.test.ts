@@ -11,6 +11,7 @@ import type { BpfSnapshot, BucketHist } from '../../src/bpf/types.js';
 import { createLogger } from '../../src/log.js';
 import { bucketOf, upperNs } from '../../src/model/buckets.js';
 import { attached, bpfSkipReason, ensureLoader, fio, LOADER, loaderPid, loopDevice, ourPrograms, programIdsOf, realtime, removableLoopDevice, sleeperScript, stillLoaded, warnSkip, type LoopDevice } from './helpers.js';
+import { bucketPairs } from '../../src/model/hist.js';
 
 const skip = warnSkip('test/bpf/loopdev.test.ts', bpfSkipReason(['fio', 'losetup', 'python3']));
 const logs: string[] = [];
@@ -29,7 +30,7 @@ async function collector(extraArgs: string[] = []): Promise<BpfCollector> {
 const hist = (s: BpfSnapshot | undefined, dev: string, kind: keyof BpfSnapshot['devices'][number]['hists']): BucketHist =>
   s?.devices.find((d) => d.dev === dev)?.hists[kind] ?? { buckets: [], count: 0, sumNs: 0, aux0: 0, aux1: 0 };
 
-const countIn = (h: BucketHist, lo: number, hi: number) => h.buckets.filter(([i]) => upperNs(i) > lo && upperNs(i) <= hi).reduce((a, [, c]) => a + c, 0);
+const countIn = (h: BucketHist, lo: number, hi: number) => bucketPairs(h).filter(([i]) => upperNs(i) > lo && upperNs(i) <= hi).reduce((a, [, c]) => a + c, 0);
 
 // Every test runs with the tp_btf programs and again with their raw_tp twins (--raw-tp).
 const VARIANTS: [string, string[]][] = [['tp_btf', []], ['raw_tp', ['--raw-tp']]];
@@ -145,7 +146,7 @@ describe.skipIf(skip).each(VARIANTS)('sleep/wake chain with a nanosleeping stand
     // requested: the two sleep lengths (timer slack 1 ns, relative nanosleep), 500 each
     expect(req.count).toBeGreaterThanOrEqual(998);
     expect(req.count).toBeLessThanOrEqual(1000);
-    const inBucketOf = (v: number) => req.buckets.find(([i]) => i === bucketOf(v))?.[1] ?? 0;
+    const inBucketOf = (v: number) => bucketPairs(req).find(([i]) => i === bucketOf(v))?.[1] ?? 0;
     expect(inBucketOf(500_000)).toBeGreaterThanOrEqual(495); // (458.752, 524.288] µs
     expect(inBucketOf(2_000_000)).toBeGreaterThanOrEqual(495); // (1835.008, 2097.152] µs
     // BPF reads the absolute expiry minus now at hrtimer_start: an interrupt between nanosleep's

@@ -5,7 +5,7 @@ import { NB } from '../../src/model/buckets.js';
 import { LineSplitter, MAX_LINE_BYTES, parseLine, ProtocolError, toBpfSnapshot, type LoaderHello, type LoaderSnap } from '../../src/bpf/protocol.js';
 
 const HELLO = {
-  type: 'hello', proto: 1, version: '0.1.0', pid: 42, ncpu: 2, nb: 144, kernel: '6.18.44', poll_path: 'tracepoint',
+  type: 'hello', proto: 2, version: '0.1.0', pid: 42, ncpu: 2, nb: 144, kernel: '6.18.44', poll_path: 'tracepoint',
   programs: {
     rq_issue: { state: 'attached', via: 'tp_btf' },
     rq_complete: { state: 'attached', via: 'raw_tp', note: 'tp_btf: probe load refused: Operation not permitted' },
@@ -21,11 +21,11 @@ function snapJson(over: Record<string, unknown> = {}) {
   return {
     type: 'snap', id: '7', t: 123456789,
     hists: [
-      { dev: '259:0', kind: 'rq_lat', count: 3, sum: 30000, aux0: 12288, aux1: 0, b: [[50, 2], [60, 1]] },
-      { dev: '259:0', kind: 'sleep_req', count: 2, sum: 8000, aux0: 7000, aux1: 2, b: [[45, 2]] },
-      { dev: '259:0', kind: 'found_slept', count: 1, sum: 9000, aux0: 0, aux1: 0, b: [[46, 1]] },
-      { dev: '259:0', kind: 'spin', count: 2, sum: 500, aux0: 0, aux1: 0, b: [[30, 2]] },
-      { dev: '8:0', kind: 'rq_lat', count: 1, sum: 100, aux0: 4096, aux1: 1, b: [[26, 1]] },
+      { dev: '259:0', kind: 'rq_lat', count: 3, sum: 30000, aux0: 12288, aux1: 0, b: [50, 2, 60, 1] },
+      { dev: '259:0', kind: 'sleep_req', count: 2, sum: 8000, aux0: 7000, aux1: 2, b: [45, 2] },
+      { dev: '259:0', kind: 'found_slept', count: 1, sum: 9000, aux0: 0, aux1: 0, b: [46, 1] },
+      { dev: '259:0', kind: 'spin', count: 2, sum: 500, aux0: 0, aux1: 0, b: [30, 2] },
+      { dev: '8:0', kind: 'rq_lat', count: 1, sum: 100, aux0: 4096, aux1: 1, b: [26, 1] },
     ],
     devs: [DEV],
     rings: [{ ring: '00ab12cd34ef', pid: 99, comm: 'fio', flags: 0x20001, hpt: 8000, sleeps: 2, passes: 5 }],
@@ -86,7 +86,7 @@ describe('parseLine', () => {
     const s = parseLine(line(snapJson())) as LoaderSnap;
     expect(s.id).toBe('7');
     expect(s.hists).toHaveLength(5);
-    expect(s.hists[0]).toEqual({ dev: '259:0', kind: 'rq_lat', hist: { buckets: [[50, 2], [60, 1]], count: 3, sumNs: 30000, aux0: 12288, aux1: 0 } });
+    expect(s.hists[0]).toEqual({ dev: '259:0', kind: 'rq_lat', hist: { buckets: [50, 2, 60, 1], count: 3, sumNs: 30000, aux0: 12288, aux1: 0 } });
     expect(s.rings[0]?.hpt).toBe(8000);
     expect(s.bpfStats).toBe(true);
   });
@@ -96,16 +96,19 @@ describe('parseLine', () => {
     ['a JSON array', '[1,2]', /message: expected an object/],
     ['an unknown message type', line({ type: 'bogus' }), /unknown message type "bogus"/],
     ['no message type', line({ id: 1 }), /unknown message type undefined/],
-    ['another protocol version', line({ ...HELLO, proto: 2 }), /protocol 2.*rebuild the loader/],
+    ['another protocol version', line({ ...HELLO, proto: 1 }), /protocol 1.*rebuild the loader/],
     ['another bucket grid', line({ ...HELLO, nb: 100 }), /100 buckets/],
     ['an unknown poll path', line({ ...HELLO, poll_path: 'kprobe' }), /unknown path "kprobe"/],
     ['an unknown program state', line({ ...HELLO, programs: { x: { state: 'maybe' } } }), /hello.programs.x.state: unknown state/],
     ['a negative count', line(snapJson({ counters: { issue_missed: -1 } })), /snap.counters.issue_missed: expected a non-negative integer/],
     ['a fractional count', line(snapJson({ gates: { sleepers: 0.5 } })), /snap.gates.sleepers/],
-    ['a bucket index off the grid', line(snapJson({ hists: [{ dev: '1:0', kind: 'spin', count: 1, sum: 1, aux0: 0, aux1: 0, b: [[NB, 1]] }] })), /bucket index 144 is off the grid/],
-    ['a count that is not the sum of its buckets', line(snapJson({ hists: [{ dev: '1:0', kind: 'spin', count: 5, sum: 1, aux0: 0, aux1: 0, b: [[3, 1]] }] })), /count 5 is not the sum of the buckets \(1\)/],
+    ['a bucket index off the grid', line(snapJson({ hists: [{ dev: '1:0', kind: 'spin', count: 1, sum: 1, aux0: 0, aux1: 0, b: [NB, 1] }] })), /bucket index 144 is off the grid/],
+    ['a count that is not the sum of its buckets', line(snapJson({ hists: [{ dev: '1:0', kind: 'spin', count: 5, sum: 1, aux0: 0, aux1: 0, b: [3, 1] }] })), /count 5 is not the sum of the buckets \(1\)/],
     ['a malformed device', line(snapJson({ hists: [{ dev: 'sda', kind: 'spin', count: 0, sum: 0, aux0: 0, aux1: 0, b: [] }] })), /expected "major:minor"/],
-    ['a bucket pair of three', line(snapJson({ hists: [{ dev: '1:0', kind: 'spin', count: 1, sum: 0, aux0: 0, aux1: 0, b: [[1, 1, 1]] }] })), /expected \[index, count\]/],
+    ['buckets that are not pairs', line(snapJson({ hists: [{ dev: '1:0', kind: 'spin', count: 1, sum: 0, aux0: 0, aux1: 0, b: [1, 1, 1] }] })), /snap.hists\[0\].b: expected index, count pairs, got 3 numbers/],
+    ['a bucket index repeated', line(snapJson({ hists: [{ dev: '1:0', kind: 'spin', count: 2, sum: 0, aux0: 0, aux1: 0, b: [7, 1, 7, 1] }] })), /snap.hists\[0\].b\[2\]: bucket index 7 repeated or not ascending/],
+    ['bucket indices descending', line(snapJson({ hists: [{ dev: '1:0', kind: 'spin', count: 2, sum: 0, aux0: 0, aux1: 0, b: [9, 1, 7, 1] }] })), /bucket index 7 repeated or not ascending/],
+    ['a bucket pair as an array', line(snapJson({ hists: [{ dev: '1:0', kind: 'spin', count: 1, sum: 0, aux0: 0, aux1: 0, b: [[3, 1], [4, 0]] }] })), /snap.hists\[0\].b\[0\]: expected a non-negative integer/],
     ['a missing field', line({ ...snapJson(), rings: undefined }), /snap.rings: expected an array/],
     ['a negative waits count', line(snapJson({ devs: [{ ...DEV, waits: -1, inflight_sum: 0 }] })), /snap.devs\[0\].waits: expected a non-negative integer/],
     ['a non-numeric inflight_sum', line(snapJson({ devs: [{ ...DEV, waits: 2, inflight_sum: '8' }] })), /snap.devs\[0\].inflight_sum: expected a non-negative integer/],
@@ -194,7 +197,7 @@ describe('toBpfSnapshot', () => {
     expect(snap.sampleRate).toBe(1);
     expect(snap.deviceCounters['259:0']!['ios']).toBe(3);
     expect(snap.counters['ios']).toBe(4);
-    const weighted = snapJson({ sample: 16, hists: [{ dev: '259:0', kind: 'rq_lat', count: 32, sum: 320000, aux0: 20 * 4096, aux1: 0, ios: 20, b: [[50, 16], [60, 16]] }] });
+    const weighted = snapJson({ sample: 16, hists: [{ dev: '259:0', kind: 'rq_lat', count: 32, sum: 320000, aux0: 20 * 4096, aux1: 0, ios: 20, b: [50, 16, 60, 16] }] });
     const s = toBpfSnapshot(parseLine(line({ ...HELLO, sample: 16 })) as LoaderHello, parseLine(line(weighted)) as LoaderSnap);
     expect(s.sampleRate).toBe(16);
     expect(s.deviceCounters['259:0']!['ios']).toBe(20);

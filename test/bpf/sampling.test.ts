@@ -9,6 +9,7 @@ import type { BpfSnapshot, BucketHist } from '../../src/bpf/types.js';
 import { createLogger } from '../../src/log.js';
 import { upperNs } from '../../src/model/buckets.js';
 import { bpfSkipReason, ensureLoader, fio, LOADER, loopDevice, warnSkip, type LoopDevice } from './helpers.js';
+import { bucketPairs } from '../../src/model/hist.js';
 
 const skip = warnSkip('test/bpf/sampling.test.ts', bpfSkipReason(['fio', 'losetup']));
 const logs: string[] = [];
@@ -31,11 +32,11 @@ const ios = (s: BpfSnapshot | undefined, dev: string) => s?.deviceCounters[dev]?
 
 /** Standard deviation of the latencies in a histogram's buckets (bucket midpoints; the grid is 25 % wide). */
 function stdDevNs(before: BucketHist, after: BucketHist): number {
-  const prev = new Map(before.buckets);
+  const prev = new Map(bucketPairs(before));
   let n = 0;
   let s = 0;
   let s2 = 0;
-  for (const [i, c] of after.buckets) {
+  for (const [i, c] of bucketPairs(after)) {
     const k = c - (prev.get(i) ?? 0);
     if (k <= 0) continue;
     const mid = i === 0 ? 0 : (upperNs(i - 1) + upperNs(i)) / 2;

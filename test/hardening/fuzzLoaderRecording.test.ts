@@ -94,13 +94,13 @@ function checkExposition(text: string): void {
 // ------------------------------------------------------------------------------------------- loader
 
 const HELLO = {
-  type: 'hello', proto: 1, version: 'fuzz', pid: 42, ncpu: 2, nb: NB, kernel: '6.1.0', poll_path: 'tracepoint',
+  type: 'hello', proto: 2, version: 'fuzz', pid: 42, ncpu: 2, nb: NB, kernel: '6.1.0', poll_path: 'tracepoint',
   programs: { rq_issue: { state: 'attached', via: 'tp_btf' }, hybrid_sleep: { state: 'failed', reason: 'fentry refused' } },
   polled_flag: '__REQ_POLLED=22', hybrid_poll_time: false, test_tgid: 0, calib_pct: 200, load_us: 1000,
 };
 const SNAP = {
   type: 'snap', id: '1', t: 123456789,
-  hists: HIST_KINDS.slice(0, 4).map((kind, k) => ({ dev: '259:0', kind, b: [[40 + k, 3], [41 + k, 5]], count: 8, sum: 80_000, aux0: 0, aux1: 0 })),
+  hists: HIST_KINDS.slice(0, 4).map((kind, k) => ({ dev: '259:0', kind, b: [40 + k, 3, 41 + k, 5], count: 8, sum: 80_000, aux0: 0, aux1: 0 })),
   devs: [{ dev: '259:0', polled_ios: 8, classified_exact: 5, classified_calibrated: 3, sleeps_unmatched: 0, min_found_ns: 8000, found_threshold_ns: 9000, min_dev_ns: 7000 }],
   rings: [{ ring: 'abc123', pid: 7, comm: 'fio', flags: 131072, hpt: 9000, sleeps: 4, passes: 9 }],
   counters: { start_map_full: 0, issue_missed: 1 }, gates: { g: 1 }, bpf_stats: 1,

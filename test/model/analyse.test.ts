@@ -7,6 +7,7 @@ import { analyse, analysePair, DEFAULT_SWITCH_COST_NS, detectPolicy } from '../.
 import type { DeviceWindow, ModelTarget } from '../../src/model/types.js';
 import type { SnapshotInputs } from '../../src/snapshot/types.js';
 import { histOf, normal, prng, REAP_NS, simulatePoller, type PollerSim } from './helpers.js';
+import { bucketPairs, flatBuckets } from '../../src/model/hist.js';
 
 const OPTS = { latencyBudget: 0.01 };
 
@@ -44,7 +45,7 @@ describe('analyse: the wake latency in c_sw, by era', () => {
   it('charges it to the poller on io_uring hybrid kernels, not on the block-layer hybrid eras (measured on 7.3 and 5.10)', () => {
     const w = windowOf({ n: 20_000, ...tight(5), sleepNs: 5000, cswNs: 1500 });
     const sleeps = w.counters['sleeps']!;
-    const withLat: DeviceWindow = { ...w, hists: { ...w.hists, wake_lat: { buckets: [[bucketOf(700), sleeps]], count: sleeps, sumNs: 700 * sleeps, aux0: 0, aux1: 0 } } };
+    const withLat: DeviceWindow = { ...w, hists: { ...w.hists, wake_lat: { buckets: [bucketOf(700), sleeps], count: sleeps, sumNs: 700 * sleeps, aux0: 0, aux1: 0 } } };
     const io = analyse(withLat, OPTS)!;
     const blk = analyse({ ...withLat, era: 'blkmq_hybrid', ioPollDelay: 0 }, OPTS)!;
     expect(blk.switchCostNs).toBeCloseTo(1500, 6);
@@ -164,13 +165,13 @@ describe('analyse', () => {
     // 15 completions timed at --bpf.sample=64 read as 960 in the histogram: too few to model
     const w = windowOf({ n: 15, ...tight(6), sleepNs: 0, cswNs: 1500 }, { era: 'no_hybrid' });
     const rq = w.hists.rq_lat!;
-    const weighted = { ...w, hists: { ...w.hists, rq_lat: { ...rq, buckets: rq.buckets.map(([i, c]) => [i, c * 64] as [number, number]), count: rq.count * 64, sumNs: rq.sumNs * 64 } } };
+    const weighted = { ...w, hists: { ...w.hists, rq_lat: { ...rq, buckets: flatBuckets(bucketPairs(rq).map(([i, c]) => [i, c * 64])), count: rq.count * 64, sumNs: rq.sumNs * 64 } } };
     expect(analyse(weighted, OPTS)).toBeDefined();
     expect(analyse({ ...weighted, sampleRate: 64 }, OPTS)).toBeUndefined();
     // 40 timed (2560 weighted): modelled, and the samples said are the timed ones
     const w40 = windowOf({ n: 40, ...tight(6), sleepNs: 0, cswNs: 1500 }, { era: 'no_hybrid' });
     const r40 = w40.hists.rq_lat!;
-    const t = analyse({ ...w40, sampleRate: 64, hists: { ...w40.hists, rq_lat: { ...r40, buckets: r40.buckets.map(([i, c]) => [i, c * 64] as [number, number]), count: r40.count * 64, sumNs: r40.sumNs * 64 } } }, OPTS)!;
+    const t = analyse({ ...w40, sampleRate: 64, hists: { ...w40.hists, rq_lat: { ...r40, buckets: flatBuckets(bucketPairs(r40).map(([i, c]) => [i, c * 64])), count: r40.count * 64, sumNs: r40.sumNs * 64 } } }, OPTS)!;
     expect(t.deviceTime).toMatchObject({ source: 'rq_lat', samples: 40 });
     // the same distribution as unweighted: the weights cancel in F_D
     expect(t.deviceTime.meanNs).toBeCloseTo(analyse(w40, OPTS)!.deviceTime.meanNs, 6);

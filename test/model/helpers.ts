@@ -2,6 +2,7 @@
 import type { BucketHist } from '../../src/bpf/types.js';
 import { bucketOf } from '../../src/model/buckets.js';
 import { rng } from '../../src/record/prng.js';
+import { flatBuckets } from '../../src/model/hist.js';
 
 /** mulberry32 (src/record/prng.ts): deterministic uniform [0, 1). */
 export function prng(seed: number): () => number {
@@ -23,7 +24,7 @@ export function histOf(samples: readonly number[], aux: { aux0?: number; aux1?: 
     sum += x;
   }
   return {
-    buckets: [...m.entries()].sort((a, b) => a[0] - b[0]),
+    buckets: flatBuckets([...m.entries()].sort((a, b) => a[0] - b[0])),
     count: samples.length,
     sumNs: sum,
     aux0: aux.aux0 ?? 0,
@@ -32,7 +33,7 @@ export function histOf(samples: readonly number[], aux: { aux0?: number; aux1?: 
 }
 
 export const scaleHist = (h: BucketHist, k: number): BucketHist => ({
-  buckets: h.buckets.map(([i, c]) => [i, c * k]),
+  buckets: h.buckets.map((x, j) => (j % 2 ? x * k : x)),
   count: h.count * k,
   sumNs: h.sumNs * k,
   aux0: h.aux0 * k,

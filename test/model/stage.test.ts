@@ -130,7 +130,7 @@ describe('EfficiencyModel stage', () => {
   });
 
   it('turns malformed BPF data into a failed model collector, not a crash', async () => {
-    const bad = inputs(0, { '259:0': { hists: { rq_lat: { buckets: [[999, 1]], count: 1, sumNs: 1, aux0: 0, aux1: 0 } }, counters: {} } });
+    const bad = inputs(0, { '259:0': { hists: { rq_lat: { buckets: [999, 1], count: 1, sumNs: 1, aux0: 0, aux1: 0 } }, counters: {} } });
     const engine = new SnapshotEngine(async () => bad, new EfficiencyModel({ windowSeconds: 60, latencyBudget: 0.01 }));
     const s = await engine.snapshot();
     expect(s.model).toBeUndefined();

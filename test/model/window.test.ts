@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { BpfSnapshot, BucketHist } from '../../src/bpf/types.js';
-import { histIncrease, histReset } from '../../src/model/hist.js';
+import { flatBuckets, histIncrease, histReset } from '../../src/model/hist.js';
 import { Accumulator, SlidingWindow } from '../../src/model/window.js';
 
 const h = (buckets: [number, number][], sumNs = 0): BucketHist => ({
-  buckets,
+  buckets: flatBuckets(buckets),
   count: buckets.reduce((a, [, c]) => a + c, 0),
   sumNs,
   aux0: 0,
@@ -28,7 +28,7 @@ describe('histogram increase', () => {
     const a = h([[40, 5], [41, 2]], 700);
     const b = h([[40, 7], [41, 2], [45, 1]], 1000);
     expect(histReset(a, b)).toBe(false);
-    expect(histIncrease(a, b)).toEqual({ buckets: [[40, 2], [45, 1]], count: 3, sumNs: 300, aux0: 0, aux1: 0 });
+    expect(histIncrease(a, b)).toEqual({ buckets: [40, 2, 45, 1], count: 3, sumNs: 300, aux0: 0, aux1: 0 });
     // a bucket went down although the count grew: the loader restarted in between
     const c = h([[40, 1], [50, 9]], 2000);
     expect(histReset(b, c)).toBe(true);
@@ -61,7 +61,7 @@ describe('sliding window', () => {
     const d = w.delta('259:0')!;
     expect(d.seconds).toBe(60);
     expect(d.counters['polled_ios']).toBe(600);
-    expect(d.hists.rq_lat).toMatchObject({ buckets: [[40, 600]], count: 600, sumNs: 6000 });
+    expect(d.hists.rq_lat).toMatchObject({ buckets: [40, 600], count: 600, sumNs: 6000 });
     expect(w.lastInterval('259:0')!.counters['polled_ios']).toBe(150);
   });
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { RecordingError, RECORDING_FORMAT, type RecordingHeader } from '../../src/record/format.js';
+import { frameLine, RecordingError, RECORDING_FORMAT, type RecordingHeader } from '../../src/record/format.js';
 import { openRecording, readRecording } from '../../src/record/reader.js';
 import { RecordingWriter } from '../../src/record/writer.js';
 import { SYNTHETIC_DEFAULTS, syntheticFrames } from '../../src/record/synthetic.js';
@@ -47,7 +47,8 @@ async function errorOf(text: string, maxLineChars?: number): Promise<RecordingEr
   throw new Error('expected the recording to be refused');
 }
 
-const line = (v: unknown) => JSON.stringify(v) + '\n';
+/** A header as JSON, a frame as the writer writes it (frameLine: histogram buckets as pairs). */
+const line = (v: unknown) => (typeof v === 'object' && v !== null && 'takenAtMs' in v ? frameLine(v as SnapshotInputs) : JSON.stringify(v) + '\n');
 
 describe('recording round trip', () => {
   it('reads back exactly what the writer wrote, frame by frame', async () => {
@@ -105,7 +106,7 @@ describe('malformed recordings', () => {
 
   it('names the line and the field of a wrong type', async () => {
     const bad = structuredClone(f!);
-    (bad.bpf!.devices[0]!.hists.rq_lat!.buckets[0] as unknown as unknown[])[0] = 999;
+    bad.bpf!.devices[0]!.hists.rq_lat!.buckets[0] = 999; // the first bucket's index
     const e = await errorOf(ok + line(bad));
     expect(e.line).toBe(3);
     expect(e.message).toContain('bpf.devices[0].hists.rq_lat.buckets[0][0]: expected an integer in [0, 143], got 999');

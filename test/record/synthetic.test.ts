@@ -8,6 +8,7 @@ import { SYNTHETIC_RECORDING } from '../../src/record/shipped.js';
 import { readRecording } from '../../src/record/reader.js';
 import { SYNTHETIC_DEFAULTS, SYNTHETIC_DEVICES, syntheticFrames, syntheticRecordingText } from '../../src/record/synthetic.js';
 import type { SnapshotInputs } from '../../src/snapshot/types.js';
+import { bucketPairs, bucketTotal } from '../../src/model/hist.js';
 
 const small = { ...SYNTHETIC_DEFAULTS, minutes: 2, simPerStep: 200 };
 
@@ -45,12 +46,12 @@ describe('synthetic recording', () => {
       expect(c['inflight_sum']).toBe(c['waits']);
       expect(h.rq_lat!.count).toBe(c['polled_ios']);
       expect(h.dev_spun!.count + (h.found_slept?.count ?? 0)).toBe(c['polled_ios']);
-      for (const k of Object.values(h)) expect(k.buckets.reduce((a, [, n]) => a + n, 0)).toBe(k.count);
+      for (const k of Object.values(h)) expect(bucketTotal(k)).toBe(k.count);
       // off-CPU = requested sleep + wake overhead, as sums.
       expect(h.offcpu!.sumNs).toBe(h.sleep_req!.sumNs + h.wake_ovh!.sumNs);
       // The ring's estimate: the kernel sleeps half of it (sleep_req aux is the kernel's own value).
       const ring = last.bpf!.rings.find((r) => r.pid === (d.dev === '259:0' ? 3131 : 4242))!;
-      const lastSleep = h.sleep_req!.buckets.at(-1)![0];
+      const lastSleep = bucketPairs(h.sleep_req!).at(-1)![0];
       expect(Math.floor(ring.hybridPollTimeNs! / 2)).toBeLessThanOrEqual(upperNs(lastSleep));
       expect(h.sleep_req!.aux0 / h.sleep_req!.aux1).toBeCloseTo(h.sleep_req!.sumNs / h.sleep_req!.count, 6);
       // The generator's c_sw recoverable as (iopoll − offcpu − spin) per sleep; with the wake

@@ -13,6 +13,7 @@ import type { MetricFamily } from '../../src/metrics/family.js';
 import { render } from '../../src/metrics/render.js';
 import { bucketOf, OVERFLOW } from '../../src/model/buckets.js';
 import type { Snapshot } from '../../src/snapshot/types.js';
+import { flatBuckets } from '../../src/model/hist.js';
 
 const KINDS: HistKind[] = ['rq_lat', 'sleep_req', 'offcpu', 'wake_ovh', 'wake_lat', 'spin', 'dev_spun', 'found_slept', 'oversleep_ub', 'iopoll'];
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -21,7 +22,7 @@ function histOf(values: number[], overflow = 0): BucketHist {
   const m = new Map<number, number>();
   for (const v of values) m.set(bucketOf(v), (m.get(bucketOf(v)) ?? 0) + 1);
   if (overflow) m.set(OVERFLOW, (m.get(OVERFLOW) ?? 0) + overflow);
-  return { buckets: [...m.entries()], count: values.length + overflow, sumNs: values.reduce((a, b) => a + b, 0), aux0: 0, aux1: 0 };
+  return { buckets: flatBuckets([...m.entries()]), count: values.length + overflow, sumNs: values.reduce((a, b) => a + b, 0), aux0: 0, aux1: 0 };
 }
 
 function snapOf(devices: { dev: string; values: number[] }[]): Snapshot {
@@ -182,7 +183,7 @@ describe('histogram exposition per --bpf.histograms', () => {
 
   it('still throws when +Inf would differ from _count', () => {
     const s = snapOf([{ dev: '259:0', values: [1000] }]);
-    s.bpf!.devices[0]!.hists.offcpu = { buckets: [[10, 1]], count: 2, sumNs: 1, aux0: 0, aux1: 0 };
+    s.bpf!.devices[0]!.hists.offcpu = { buckets: [10, 1], count: 2, sumNs: 1, aux0: 0, aux1: 0 };
     expect(() => bpfFamilies(s)).toThrow(/\+Inf bucket 1 differs from _count 2/);
   });
 });
