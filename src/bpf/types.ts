@@ -21,8 +21,8 @@ export type HistKind = (typeof HIST_KINDS)[number];
  * `buckets` is sparse and flat: index, count, index, count, …, non-cumulative, summed over CPUs.
  * Monotonic over time. Flat, not [index, count] pairs: a snapshot at 64 devices holds ~25 k
  * buckets, and a small array per bucket, kept by the model's window for a few collections, was
- * most of what V8's garbage collector copied and marked (bench/README.md, "Collection CPU at 64
- * devices").
+ * most of what V8's garbage collector copied and marked (bench/README.md, "Flat histogram
+ * buckets").
  */
 export interface BucketHist {
   buckets: number[];
