@@ -94,7 +94,6 @@ const quantile = (xs, q) => {
   return s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)];
 };
 
-
 function freePort() {
   return new Promise((ok) => {
     const s = createServer().listen(0, '127.0.0.1', () => {
@@ -119,16 +118,18 @@ async function start(kind, host, devices, o = {}) {
   let args;
   let env = process.env;
   const port = await freePort();
+  /** our exporter's variant (this build's or the baseline's); undefined for node_exporter */
+  const v = OURS.get(kind) ?? BEFORE.get(kind);
+  const baseline = BEFORE.has(kind);
   if (isOurs(kind)) {
-    const v = OURS.get(kind) ?? BEFORE.get(kind);
-    args = [BEFORE.has(kind) ? BASE_CLI : CLI, `--path.sysfs=${host.sys}`, `--path.debugfs=${host.debug}`, `--path.procfs=${host.proc}`, `--web.listen-address=127.0.0.1:${port}`, `--bpf.buckets=${opt.buckets}`];
+    args = [baseline ? BASE_CLI : CLI, `--path.sysfs=${host.sys}`, `--path.debugfs=${host.debug}`, `--path.procfs=${host.proc}`, `--web.listen-address=127.0.0.1:${port}`, `--bpf.buckets=${opt.buckets}`];
     if (v.h !== 'default') args.push(`--bpf.histograms=${v.h}`);
     // a baseline older than --collector.interval collects per scrape; its @0 rows need a newer one
     if (v.interval !== undefined) args.push(`--collector.interval=${v.interval}`);
     if (v.nodeOptions) env = { ...env, NODE_OPTIONS: v.nodeOptions };
     if (o.realLoader) args.push('--bpf.enable=on');
     else if (IS_ROOT) {
-      args.push('--bpf.enable=on', `--bpf.loader=${BEFORE.has(kind) ? BASE_FAKE : FAKE}`);
+      args.push('--bpf.enable=on', `--bpf.loader=${baseline ? BASE_FAKE : FAKE}`);
       env = { ...env, HP_FAKE_DEVICES: String(devices) };
     } else args.push('--no-collector.bpf');
   } else {
@@ -145,8 +146,7 @@ async function start(kind, host, devices, o = {}) {
   // The model needs two BPF readings: with the refresh loop its families appear one interval after
   // the loader is up. Measure the full body (not counted in the startup columns), the baseline's
   // too (without, its refresh rows were measured with fewer series: not like for like).
-  const refreshes = OURS.has(kind) ? OURS.get(kind).interval !== '0' : BEFORE.has(kind) && BEFORE.get(kind).interval !== '0';
-  if (wantBpf && !o.realLoader && refreshes) {
+  if (wantBpf && !o.realLoader && v.interval !== '0') {
     await waitFor(async () => (await (await fetch(url)).text()).includes('hybridpoll_optimal_sleep_seconds{'), 'model output', 120_000);
   }
   return {

@@ -4,6 +4,7 @@
 // Pure state machine over plain data; the client calls newRun() whenever it spawns a new loader,
 // the collector forget() for devices that are gone (else their series would stay forever).
 import { NB } from '../model/buckets.js';
+import { addBuckets } from '../model/hist.js';
 import type { BpfProgramStatus, BpfRing, BpfSnapshot, BucketHist, HistKind } from './types.js';
 
 interface Total {
@@ -146,9 +147,7 @@ export class RestartAccumulator {
 
 function fold(t: HistTotal): void {
   if (!t.last) return;
-  const base = (t.base ??= new Float64Array(NB));
-  const b = t.last.buckets;
-  for (let j = 0; j < b.length; j += 2) base[b[j]!] = base[b[j]!]! + b[j + 1]!;
+  addBuckets((t.base ??= new Float64Array(NB)), t.last);
   t.baseSum += t.last.sumNs;
   t.baseAux0 += t.last.aux0;
   t.baseAux1 += t.last.aux1;
@@ -172,8 +171,7 @@ function histTotal(t: HistTotal): BucketHist {
   // object per reading that nothing mutates, so it is passed on as it is.
   if (!t.base && t.last && canonical(t.last)) return t.last;
   const dense = t.base ? Float64Array.from(t.base) : new Float64Array(NB);
-  const last = t.last?.buckets ?? [];
-  for (let j = 0; j < last.length; j += 2) dense[last[j]!] = dense[last[j]!]! + last[j + 1]!;
+  if (t.last) addBuckets(dense, t.last);
   const buckets: number[] = [];
   let count = 0;
   dense.forEach((c, i) => {

@@ -29,18 +29,15 @@ export function bucketPiece(i: number, p: number): Piece {
 
 /** Bucket masses [index, weight] (any scale) → distribution; undefined when the total is 0. */
 export function distFromMasses(masses: readonly (readonly [number, number])[]): Dist | undefined {
-  const clean = masses.filter(([i, w]) => w > 0 && Number.isInteger(i) && i >= 0 && i < NB);
-  const total = clean.reduce((a, [, w]) => a + w, 0);
-  if (!(total > 0)) return undefined;
-  // histogram deltas come in index order: sort (stably, to the same order) only when they do not
-  const sorted = clean.every((m, j) => j === 0 || clean[j - 1]![0] <= m[0]) ? clean : [...clean].sort((a, b) => a[0] - b[0]);
-  return { pieces: sorted.map(([i, w]) => bucketPiece(i, w / total)) };
+  return distFromFlat(masses.flat());
 }
 
-/** distFromMasses over a histogram's flat buckets, without a pair per bucket. */
 export function distFromHist(h: BucketHist | undefined): Dist | undefined {
-  if (!h) return undefined;
-  const b = h.buckets;
+  return h ? distFromFlat(h.buckets) : undefined;
+}
+
+/** distFromMasses over flat index, weight pairs (BucketHist's buckets), without a pair per bucket. */
+function distFromFlat(b: readonly number[]): Dist | undefined {
   const kept: number[] = [];
   let total = 0;
   let sorted = true;
@@ -53,6 +50,7 @@ export function distFromHist(h: BucketHist | undefined): Dist | undefined {
     total += w;
   }
   if (!(total > 0)) return undefined;
+  // histogram deltas come in index order: sort (stably, to the same order) only when they do not
   if (!sorted) kept.sort((x, y) => b[x]! - b[y]!);
   return { pieces: kept.map((j) => bucketPiece(b[j]!, b[j + 1]! / total)) };
 }

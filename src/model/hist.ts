@@ -13,10 +13,13 @@ export const emptyHist = (): BucketHist => ({ buckets: [], count: 0, sumNs: 0, a
  */
 const scratch = new Float64Array(NB);
 
-const add = (h: BucketHist, sign: 1 | -1): void => {
+/** Adds sign × each bucket's count into a dense array indexed by bucket (indices on the grid). */
+export function addBuckets(into: Float64Array, h: BucketHist, sign: 1 | -1 = 1): void {
   const b = h.buckets;
-  for (let j = 0; j < b.length; j += 2) scratch[b[j]!] = scratch[b[j]!]! + sign * b[j + 1]!;
-};
+  for (let j = 0; j < b.length; j += 2) into[b[j]!] = into[b[j]!]! + sign * b[j + 1]!;
+}
+
+const add = (h: BucketHist, sign: 1 | -1): void => addBuckets(scratch, h, sign);
 
 const collect = (): number[] => {
   const out: number[] = [];
