@@ -105,7 +105,10 @@ export interface LabOptions {
   /** I/Os per measured run */
   ios: number;
   reps: number;
-  /** A/B pairs (BPF detached/attached) per scenario, mode and path; two give the untraced runs' own spread */
+  /**
+   * A/B pairs (BPF detached/attached) per scenario, mode and path; two give the untraced runs' own
+   * spread, three a median pair that one odd run does not move (docs/validation.md, HPVM_AB_PAIRS)
+   */
   abPairs: number;
   /** scenario ids to run (default all of the profile) */
   only?: string[];
@@ -132,7 +135,7 @@ export function labOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LabOpti
   const ci = profile === 'ci';
   const ios = Number(env.HPVM_IOS ?? (ci ? 4000 : 20_000));
   const reps = Number(env.HPVM_REPS ?? 1);
-  const abPairs = Number(env.HPVM_AB_PAIRS ?? 2);
+  const abPairs = Number(env.HPVM_AB_PAIRS ?? 3);
   if (!Number.isInteger(ios) || ios < 1000 || !Number.isInteger(reps) || reps < 1 || !Number.isInteger(abPairs) || abPairs < 1) {
     throw new Error('HPVM_IOS must be an integer ≥ 1000, HPVM_REPS and HPVM_AB_PAIRS positive integers');
   }
