@@ -60,18 +60,14 @@ class PairCache {
   }
 }
 
-function labelString(labels: Partial<Record<string, string | number>> | undefined, pairs: PairCache): string {
-  let out = '';
-  for (const k in labels) out = out === '' ? '{' + pairs.pair(k, labels[k]) : out + ',' + pairs.pair(k, labels[k]);
-  return out === '' ? '' : out + '}';
-}
-
 /**
- * The body's UTF-8 bytes, written a line at a time into a growing buffer. Each line's string dies
- * as soon as it is written: kept in an array to be joined at the end, the lines of a 64-device
- * body (1.1 MB) outlived V8's young-generation collections and were copied and promoted by each,
- * and the joined string was copied once more into a Buffer (bench/README.md, "Collection CPU at
- * 64 devices").
+ * The body's UTF-8 bytes, written a part at a time into a growing buffer. A sample's line is never
+ * built as a string: its name, cached label pairs and value are copied in as they are, ASCII by a
+ * plain loop. Kept in an array to be joined at the end, the lines of a 64-device body (1.1 MB)
+ * outlived V8's young-generation collections and were copied and promoted by each; built one at a
+ * time, each line and its label string were still a quarter of a collection's allocation, and
+ * every scavenge that allocation triggers copies whatever else of the collection is live
+ * (bench/README.md, "Collection CPU at 64 devices", "Exposition without line strings").
  */
 class LineWriter {
   private buf: Buffer;
@@ -82,16 +78,42 @@ class LineWriter {
     this.buf = Buffer.allocUnsafe(Math.ceil(expectedBytes * 1.05) + 4096);
   }
 
-  line(text: string): void {
-    // UTF-8 takes at most 3 bytes per UTF-16 unit, plus the newline
-    const need = this.len + 3 * text.length + 1;
+  /** Room for n more bytes. */
+  private room(n: number): void {
+    const need = this.len + n;
     if (need > this.buf.length) {
       const grown = Buffer.allocUnsafe(Math.max(2 * this.buf.length, need));
       this.buf.copy(grown, 0, 0, this.len);
       this.buf = grown;
     }
-    this.len += this.buf.write(text, this.len);
-    this.buf[this.len++] = 0x0a;
+  }
+
+  /** Appends text as UTF-8: byte by byte while it is ASCII, the rest by Buffer.write. */
+  text(t: string): void {
+    // UTF-8 takes at most 3 bytes per UTF-16 unit
+    this.room(3 * t.length);
+    const buf = this.buf;
+    let len = this.len;
+    for (let i = 0; i < t.length; i++) {
+      const c = t.charCodeAt(i);
+      if (c > 0x7f) {
+        len += buf.write(t.slice(i), len);
+        break;
+      }
+      buf[len++] = c;
+    }
+    this.len = len;
+  }
+
+  /** Appends one ASCII character. */
+  char(code: number): void {
+    this.room(1);
+    this.buf[this.len++] = code;
+  }
+
+  line(text: string): void {
+    this.text(text);
+    this.char(0x0a);
   }
 
   /** The bytes written; copied to a buffer of their own size when the slack is large. */
@@ -101,6 +123,12 @@ class LineWriter {
   }
 }
 
+const OPEN_BRACE = 0x7b;
+const COMMA = 0x2c;
+const CLOSE_BRACE = 0x7d;
+const SPACE = 0x20;
+const NEWLINE = 0x0a;
+
 /** Writes a family's lines. */
 function familyLines(f: ExposedFamily, openMetrics: boolean, out: LineWriter, pairs: PairCache): void {
   // OpenMetrics names a counter family without `_total` and its samples with it.
@@ -108,9 +136,25 @@ function familyLines(f: ExposedFamily, openMetrics: boolean, out: LineWriter, pa
   const name = escapeString(counter ? f.name.replace(/_total$/, '') : f.name);
   out.line(`# HELP ${name} ${escapeString(f.help)}`);
   out.line(`# TYPE ${name} ${f.type}`);
-  const plain = counter ? `${name}_total` : name;
   for (const s of f.samples) {
-    out.line(`${s.suffix ? f.name + s.suffix : plain}${labelString(s.labels, pairs)} ${valueString(s.value)}`);
+    if (s.suffix) {
+      out.text(f.name);
+      out.text(s.suffix);
+    } else {
+      out.text(name);
+      if (counter) out.text('_total');
+    }
+    let sep = OPEN_BRACE;
+    const labels = s.labels;
+    for (const k in labels) {
+      out.char(sep);
+      out.text(pairs.pair(k, labels[k]));
+      sep = COMMA;
+    }
+    if (sep === COMMA) out.char(CLOSE_BRACE);
+    out.char(SPACE);
+    out.text(valueString(s.value));
+    out.char(NEWLINE);
   }
 }
 
@@ -140,7 +184,7 @@ export function serialize(families: readonly ExposedFamily[], format: Format): s
  * serialize() one family at a time, as UTF-8 bytes: yields after each family, so the refresh loop
  * can let a scrape in between them (src/steps.ts). expectedBytes: about the body's size, if known.
  */
-export function* serializeSteps(families: readonly ExposedFamily[], format: Format, expectedBytes = 0): Generator<void, Buffer> {
+export function* serializeSteps(families: Iterable<ExposedFamily>, format: Format, expectedBytes = 0): Generator<void, Buffer> {
   const openMetrics = format === 'openmetrics';
   const seen = new Set<string>();
   const out = new LineWriter(expectedBytes);

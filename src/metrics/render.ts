@@ -2,7 +2,7 @@
 // serializer (exposition.ts). prom-client still collects process_* and nodejs_* and names the
 // content types; three of its gauges are left out so the body passes `promtool check metrics`.
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { runStepsYielding, nextTurn } from '../steps.js';
+import { runStepsYielding } from '../steps.js';
 import { fromPromClient, serialize, serializeSteps, type ExposedFamily, type Format } from './exposition.js';
 import type { MetricFamily } from './family.js';
 
@@ -49,15 +49,18 @@ export async function render(families: MetricFamily[], format: Format, extra?: R
 }
 
 /**
- * render() for the refresh loop, as UTF-8 bytes: family groups (metrics/index.ts familyGroups) built and
- * serialized with a turn of the event loop between groups and between families, so a scrape that
- * arrives during a refresh is served at once from the previous body.
+ * render() for the refresh loop, as UTF-8 bytes: family groups (metrics/index.ts familyGroups)
+ * built as the serializer reaches them, with a turn of the event loop between families, so a
+ * scrape that arrives during a refresh is served at once from the previous body. A group's samples
+ * are written before the next group is built: they die young instead of being copied by every
+ * scavenge of the rest of the rendering (bench/README.md, "Exposition without line strings").
+ * The process metrics are read first, before the groups.
  */
 export async function renderYielding(groups: readonly (() => MetricFamily[])[], format: Format, extra?: Registry, expectedBytes = 0): Promise<Buffer> {
-  const families: MetricFamily[] = [];
-  for (const g of groups) {
-    families.push(...g());
-    await nextTurn();
+  const processed = await processFamilies(extra);
+  function* families(): Generator<ExposedFamily> {
+    for (const g of groups) yield* g();
+    yield* processed;
   }
-  return runStepsYielding(serializeSteps([...families, ...(await processFamilies(extra))], format, expectedBytes));
+  return runStepsYielding(serializeSteps(families(), format, expectedBytes));
 }
