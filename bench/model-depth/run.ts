@@ -1,6 +1,6 @@
 // CPU cost of the poller model at depth per collection: 64 devices (one ring each), every one
-// analysed as analyseAtDepth does (deviceTimeAtDepth's correction of F_D toward a measured rq_lat,
-// for a mean depth ≥ 1.5, then evaluatePoller: the what-if table, best, oracle and the current state
+// analysed as analyseAtDepth does (fitDeviceTime: F_D deconvolved from a measured rq_lat histogram,
+// then its mean fitted to rq_lat's, for a mean depth ≥ 1.5, then evaluatePoller: the what-if table, best, oracle and the current state
 // under the kernel's own rule), against today's QD1 model on the same inputs (CostModel +
 // evaluatePolicies + the current outcome). Runs are paired (A B A B …); the figures are medians over the pairs of
 // process CPU time (user + system) per device per collection.
@@ -9,10 +9,10 @@
 // loaded machine inflates it and every other figure alike).
 import { parseArgs } from 'node:util';
 import { bucketOf } from '../../src/model/buckets.js';
-import { deviceTimeAtDepth } from '../../src/model/depth.js';
+import { fitDeviceTime } from '../../src/model/depth.js';
 import { distFromMasses, mean, scaledToMean } from '../../src/model/dist.js';
 import { CostModel, evaluatePolicies } from '../../src/model/policies.js';
-import { evaluatePoller, type PollerEra, type PollerInput } from '../../src/model/poller/index.js';
+import { evaluatePoller, Sampler, type PollerEra, type PollerInput } from '../../src/model/poller/index.js';
 import type { Dist } from '../../src/model/types.js';
 import { rng } from '../../src/record/prng.js';
 
@@ -70,20 +70,32 @@ const calibrate = () => cpuMs(() => {
   if (x < 0) console.log(x);
 });
 
-/** analyseAtDepth's F_D correction: toward an rq_lat 20 % above E[D] (the poller's own queueing) */
-const correct = (inp: PollerInput): PollerInput => {
+/** rq_lat masses (flat index, count pairs) 20 % above F_D (the poller's own queueing), as the BPF side would count them */
+function rqLatOf(fD: Dist, n = 4000): number[] {
+  const draw = new Sampler(fD);
+  const m = new Map<number, number>();
+  for (let k = 0; k < n; k++) {
+    const b = bucketOf(Math.round(1.2 * draw.at(rand())));
+    m.set(b, (m.get(b) ?? 0) + 1);
+  }
+  return [...m.entries()].sort((x, y) => x[0] - y[0]).flat();
+}
+const rqLats = inputs.map((inp) => rqLatOf(inp.devices[0]!.fD));
+
+/** analyseAtDepth's F_D fit (fitDeviceTime): deconvolved from that rq_lat, its mean fitted to 1.2 · E[D] */
+const correct = (inp: PollerInput, i: number): PollerInput => {
   const meanDepth = inp.depth.reduce((x, [n, w]) => x + n * w, 0) / inp.depth.reduce((x, [, w]) => x + w, 0);
   if (meanDepth < 1.5 || inp.era === 'blkmq_sync') return inp;
   const d = inp.devices[0]!;
-  const { fD } = deviceTimeAtDepth({
+  const { fD } = fitDeviceTime({
     era: inp.era, depth: Math.round(meanDepth), fD: d.fD, fO: inp.fO, sleepOnCpuNs: 0, switchCostNs: inp.switchCostNs,
-    submission: inp.submission, rule: { kind: 'ring_min' }, targetNs: 1.2 * mean(d.fD),
+    submission: inp.submission, rule: { kind: 'ring_min' }, rqLatMeanNs: 1.2 * mean(d.fD), rqLatBuckets: rqLats[i]!,
   });
   return { ...inp, devices: [{ ...d, fD }] };
 };
-const analyse = (inp: PollerInput) => evaluatePoller(correct(inp));
+const analyse = (inp: PollerInput, i: number) => evaluatePoller(correct(inp, i));
 const depthModel = () => {
-  for (const inp of inputs) analyse(inp);
+  inputs.forEach(analyse);
 };
 const qd1Model = () => {
   for (const inp of inputs) {
@@ -98,7 +110,7 @@ depthModel(); // the first collection also compiles the code: reported apart
 qd1Model();
 const a: number[] = [];
 const b: number[] = [];
-const first = cpuMs(() => analyse({ ...inputs[3]!, sim: { seed: 999, ios } }));
+const first = cpuMs(() => analyse({ ...inputs[3]!, sim: { seed: 999, ios } }, 3));
 const corrections = cpuMs(() => inputs.forEach(correct)) / nDev;
 for (let p = 0; p < pairs; p++) {
   a.push(cpuMs(depthModel) / nDev);
@@ -107,8 +119,8 @@ for (let p = 0; p < pairs; p++) {
 const calAfter = calibrate();
 const med = (x: number[]) => [...x].sort((u, v) => u - v)[Math.floor(x.length / 2)]!;
 const perDepth = DEPTHS.map((d, k) => {
-  const sel = inputs.filter((_, i) => i % DEPTHS.length === k);
-  const ms = cpuMs(() => sel.forEach(analyse)) / sel.length;
+  const sel = inputs.map((inp, i) => [inp, i] as const).filter(([, i]) => i % DEPTHS.length === k);
+  const ms = cpuMs(() => sel.forEach(([inp, i]) => analyse(inp, i))) / sel.length;
   return `${d.map(([n]) => n).join('+')}: ${ms.toFixed(2)}`;
 });
 console.log(`${nDev} devices, era ${era}, ${ios} simulated I/Os per poller, ${pairs} pairs (A = poller model, B = QD1 model)`);

@@ -4,6 +4,7 @@
 import type { Era } from '../sources/types.js';
 import { parseRelease } from '../sources/era.js';
 import { evaluatePoller, Sampler, simulate, type CurrentPoller, type PollerEra, type PollerOutcome, type PollerResult, type SleepRule, type SubmissionPattern } from './poller/index.js';
+import { deconvolveDeviceTime } from './deconvolve.js';
 import { mean } from './dist.js';
 import type { CurrentState, DepthState, Dist, PolicyOutcome } from './types.js';
 
@@ -210,6 +211,30 @@ export function deviceTimeAtDepth(a: {
   return { fD: shifted(shift), shiftNs: shift };
 }
 
+/**
+ * F_D at depth without the poller's queueing, from what the window measured of rq_lat: its shape
+ * deconvolved from rq_lat's histogram (deconvolve.ts; the found times bound D from above only
+ * where slept I/Os are found at their wake-up), then its mean fitted to rq_lat's mean
+ * (deviceTimeAtDepth). Without rq_lat's histogram the measured F_D is the shape; without its
+ * mean, F_D is not moved.
+ */
+export function fitDeviceTime(a: {
+  era: Exclude<PollerEra, 'blkmq_sync'>; depth: number; fD: Dist; fO: Dist; sleepOnCpuNs: number; switchCostNs: number;
+  submission: SubmissionPattern; rule: SleepRule; rqLatMeanNs?: number; rqLatBuckets?: readonly number[];
+}): { fD: Dist; shiftNs: number } {
+  const { rqLatMeanNs, rqLatBuckets, ...sim } = a;
+  const shape = rqLatBuckets
+    ? deconvolveDeviceTime(rqLatBuckets, (fD, observe) => {
+        simulate({
+          era: a.era, depth: a.depth, devices: [{ fD: new Sampler(fD), share: 1 }], wake: new Sampler(a.fO), switchCostNs: a.switchCostNs, sleepOnCpuNs: a.sleepOnCpuNs,
+          submission: a.submission, rule: a.rule, ios: SHIFT_IOS, warmup: Math.max(200, 4 * a.depth), seed: 7, observe,
+        });
+      })
+    : undefined;
+  const fD = shape ?? a.fD;
+  return rqLatMeanNs !== undefined && rqLatMeanNs > 0 ? deviceTimeAtDepth({ ...sim, fD, targetNs: rqLatMeanNs }) : { fD, shiftNs: 0 };
+}
+
 export interface AtDepthInput {
   era: PollerEra;
   device: string;
@@ -234,6 +259,8 @@ export interface AtDepthInput {
   wakeToLookNs: number;
   /** measured mean rq_lat (issue → completion) of the window: the target of deviceTimeAtDepth; undefined: F_D as measured */
   rqLatMeanNs?: number;
+  /** measured rq_lat masses (flat index, count pairs): F_D is deconvolved from them (deconvolve.ts) before the mean is fitted */
+  rqLatBuckets?: readonly number[];
   /** today's QD1 analysis of the same window: its current state and table (oversleep figures) */
   current: CurrentState;
   qd1: PolicyOutcome[];
@@ -257,10 +284,11 @@ export function analyseAtDepth(a: AtDepthInput): AtDepth {
   const submission: SubmissionPattern = { submitNs: a.submitNs, callNs: a.callNs, leadNs: a.leadNs, reapNs: 0, minComplete: 1, loopReapNs: a.loopReapNs, lookNs: a.lookNs, lookPerIoNs: a.lookPerIoNs, wakeToLookNs: a.wakeToLookNs };
   const current = currentPoller(a.current);
   const simEra = a.era === 'blkmq_sync' ? undefined : a.era;
-  const fit = simEra && a.rqLatMeanNs !== undefined && a.rqLatMeanNs > 0
-    ? deviceTimeAtDepth({
+  const fit = simEra
+    ? fitDeviceTime({
         era: simEra, depth: Math.max(1, Math.round(a.meanDepth)), fD: a.fD, fO: a.fO, sleepOnCpuNs: a.sleepOnCpuNs, switchCostNs: a.switchCostNs,
-        submission, rule: simRule(current, a.fD, a.fixedSleepNs), targetNs: a.rqLatMeanNs,
+        submission, rule: simRule(current, a.fD, a.fixedSleepNs),
+        ...(a.rqLatMeanNs !== undefined ? { rqLatMeanNs: a.rqLatMeanNs } : {}), ...(a.rqLatBuckets ? { rqLatBuckets: a.rqLatBuckets } : {}),
       })
     : { fD: a.fD, shiftNs: 0 };
   const r: PollerResult = evaluatePoller({

@@ -39,6 +39,8 @@ export interface SimConfig {
   rule: SleepRule;
   /** I/Os measured after the warm-up */
   ios: number;
+  /** called for each measured I/O with its device time and its rq_lat (SimDeviceStats.rqLatNs), both ns */
+  observe?: (deviceNs: number, rqLatNs: number) => void;
   /** I/Os reaped before measuring starts */
   warmup: number;
   seed: number;
@@ -131,6 +133,7 @@ export function simulate(cfg: SimConfig): SimStats {
   const foundAt = new Float64Array(N);
   // rq_lat's start (the plug's cached time or the issue)
   const start = new Float64Array(N);
+  const deviceNs = new Float64Array(N);
   const list = new Int32Array(N);
   let len = 0;
   const freeSlots: number[] = Array.from({ length: N }, (_, i) => N - 1 - i);
@@ -202,7 +205,8 @@ export function simulate(cfg: SimConfig): SimStats {
     dev[r] = d;
     issue[r] = t;
     start[r] = t;
-    done[r] = t + cfg.devices[d]!.fD.at(uD());
+    deviceNs[r] = cfg.devices[d]!.fD.at(uD());
+    done[r] = t + deviceNs[r]!;
     found[r] = 0;
     slept[r] = 0;
     list[len++] = r;
@@ -323,6 +327,7 @@ export function simulate(cfg: SimConfig): SimStats {
     pd.latencyNs += t - issue[r]!;
     pd.foundLatencyNs += foundAt[r]! - issue[r]!;
     pd.rqLatNs += foundAt[r]! - start[r]!;
+    cfg.observe?.(deviceNs[r]!, foundAt[r]! - start[r]!);
     if (st.ios % batchSize === 0 && st.batchCpuPerIo.length < BATCHES) {
       const cpu = st.spinNs + st.switchNs;
       st.batchCpuPerIo.push((cpu - batchStartCpu) / batchSize);

@@ -22,9 +22,9 @@ const LEGACY_TARGET =
 const LEGACY_SLEEP =
   "the ½ / ¾ mean rows sleep ½ / ¾ of the model's E[D] (driver issue → block_rq_complete), the kernel ½ / ¾ of its poll_stat mean, whose samples end later and hold rq_complete's ≈ 3.6 µs of BPF: the ¾ row sleeps 38.7 µs where the run slept 41, and spins more; fed a mostly censored (min − wake) run E[D] is the found time (docs/validation-legacy.md, cause 2b; issues 13, 16)";
 
-// Measured on the first virtual-time runs of the model at depth (issue 15, 2026-12-02):
+// Measured on the virtual-time runs of the model at depth (issue 15; since 2026-12-04 F_D is deconvolved from rq_lat):
 const DEPTH_FD =
-  'at depth every slept I/O on this fixed-time device is found complete at its wake-up (censored: 1995 of 1998 at QD4, 250 of 250 at QD16, 60 of 62 at QD64), so F_D is not measured: the data bound D from above only. The model shifts F_D until its simulated rq_lat (from the plug\'s cached start, as BPF times it) matches the measured one (src/model/depth.ts); where every I/O is found at the wake-up that latency barely depends on D, so the shift is not identified (issue 15)';
+  'at depth every slept I/O on this fixed-time device is found complete at its wake-up (censored: 1994 of 1997 at QD4, 249 of 249 at QD16, 61 of 61 at QD64), so the found times bound D from above only. F_D is deconvolved from the rq_lat histogram with the simulated poller\'s wait as the kernel, its mean then fitted to rq_lat\'s (src/model/depth.ts fitDeviceTime, deconvolve.ts); where every I/O is found at the wake-up rq_lat barely depends on how D is spread, so D is not identified (on the 20/100 µs two-point device, where some I/Os are spun for, E[D] is within +3.5 %). The CPU figures built on it hold: self-check and classic prediction pass at every depth (issue 15)';
 
 export const OPEN_CHECKS: readonly OpenCheck[] = [
   {
@@ -43,18 +43,10 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
     id: '4 totals', scenario: /^(qd4-fixed50|qd16-fixed50|qd64-fixed50|qd4-twopoint|qd1-nvme)$/, title: /^hybrid: spin after sleeps/,
     cause: 'the tracepoint path\'s spin after a sleep can only end at block_rq_complete, which for a batch of polled completions (at depth; the nvme driver\'s nvme_pci_complete_batch) fires after io_uring\'s poll call has returned, later than the fentry path\'s end of the reaping pass (docs/validation.md, "The two paths agree on one run"): tracepoint vs fentry +72.8 % (QD4), +39.2 % (QD16), +15.4 % (QD64), +46.8 % (qd4-twopoint), +86.8 % (qd1-nvme), full profile 2026-12-03 14:10; QD1 on hpsim agrees (the tracepoint path, src/bpf; issue 13)',
   },
-  { id: '5 device time', scenario: /^qd(4|16|64)-fixed50$/, cause: `model E[D] +13 … +21 % (QD4), +21 … +22 % (QD16), +327 … +328 % (QD64) against the device's 50 µs: ${DEPTH_FD}` },
+  { id: '5 device time', scenario: /^qd(4|16|64)-fixed50$/, cause: `model E[D] −12.5 / −13.0 % (QD4, CI profile, two boots on 2026-12-04), −13.9 % (20,000 I/Os), −31.6 / −32.6 % (QD16), +227.6 / +221.7 % (QD64) against the device's 50 µs; before the deconvolution +13 … +21, +21 … +22 and +327 … +328 %: ${DEPTH_FD}` },
   {
     id: '5 self-check', scenario: /^qd4-twopoint$/,
-    cause: '−17.3 % (model 6.31 vs measured 7.63 µs/IO, CI profile, 2026-12-03 13:05; −20.6 % in the full profile at 14:10; −16.5 % on 2026-12-02 09:13 with the full profile\'s I/Os, −28.9 % before the finding call and the sleep\'s return path were measured) with F_D measured well (E[D] −1.3 % against the device\'s 58.98 µs). Not explained: on 2026-12-02 the ring\'s sleep fell over the run (requested mean 14.0 µs, final hybrid_poll_time/2 2.0 µs) and the model runs the mean as a static sleep, but on 2026-12-03 it stayed (requested 14.34 µs, hpt/2 over the run 14.59, final 12.20) and the model still reads 1.3 µs/IO low: the simulated QD4 hybrid loop on this device misses part of the poller\'s CPU (issue 15)',
-  },
-  {
-    id: '5 model', scenario: /^qd4-twopoint$/,
-    cause: 'the classic prediction from the hybrid run: −10.9 % in the full profile (7.70 + 2.72 µs/IO predicted vs the classic run\'s 11.70, 20,000 I/Os per run, 2026-12-03 14:10) where the CI profile\'s 4000 I/Os gave −4.9 % (8.37 + 2.72 vs 11.66, 13:05) with E[D] within 1.3 %: the model\'s classic CPU from the longer hybrid run is 0.67 µs/IO lower; cause not found (the self-check of the same run is OPEN, above; issue 15)',
-  },
-  {
-    id: '5 model', scenario: /^qd4-fixed50$/,
-    cause: `the classic prediction from the hybrid run moves with an F_D that is not measured there: +5.3, +9.2 and +10.8 % in three CI boots on 2026-12-03 (5.87 / 6.22 / 6.33 µs/IO predicted, +2.94 µs/IO of the classic run's syscall residue and loop-edge BPF, vs 8.37 / 8.39 / 8.36), around the bound (${DEPTH_FD})`,
+    cause: 'passes since F_D is deconvolved from rq_lat (2026-12-04: −9.5 / −6.9 % in two CI-profile boots, −9.7 % with 20,000 I/Os; before −17.3 … −20.6 %), but within 0.3 % of the bound: fed the device\'s true F_D (20 / 100 µs) the simulation itself reads −9.1 % on a recorded run (6.71 vs 7.38 µs/IO, sleeps 0.447 vs 0.439 per I/O), so the simulated QD4 hybrid loop on this device misses ≈ 0.6 µs/IO of the poller\'s spin; cause not found (issue 15)',
   },
   {
     id: 'S agreement', scenario: /^sampling qd32 hybrid$/, title: /^wasted CPU/,
