@@ -215,7 +215,7 @@ export interface DepthState {
   reapedPerPass: number;
   /** standard error of the current state's modelled CPU per I/O (the simulation's own noise) */
   cpuStdErrNs: number;
-  /** F_D's shift that removes the poller's own queueing from the measured device times (depth.ts deviceTimeAtDepth), and the mean device time after it */
+  /** F_D at depth (depth.ts fitDeviceTime: deconvolved from rq_lat, then shifted to its mean): the shift, and the mean device time after it */
   deviceShiftNs: number;
   meanDeviceNs: number;
   /** under the kernel's own rule (io_uring): where its running minimum ends */

@@ -75,6 +75,15 @@ describe('report on the shipped recording', () => {
     expect(text).toMatch(/ring \w{8} +fio \(pid 3131\) +hybrid +hybrid_poll_time 0\.85 µs, sleeps 0\.42 µs/);
   });
 
+  it('says, at depth, which device time the model ran on', async () => {
+    const r = await firstPhase();
+    const d = r.devices[0]!;
+    const depth = { meanInFlight: 4, era: 'iouring_70' as const, method: 'simulation' as const, points: [{ depth: 4, ioShare: 1 }], sleepsPerIo: 0.44, reapedPerPass: 1.7, cpuStdErrNs: 20, deviceShiftNs: 640, meanDeviceNs: 61_020 };
+    const text = renderText({ ...r, devices: [{ ...d, target: { ...d.target, depth } }] });
+    expect(text).toContain('at depth          4.0 I/Os in flight per wait: the model simulates the poller there, on D fitted to the measured latency (mean 61.0 µs)');
+    expect(renderText(r)).not.toContain('at depth');
+  });
+
   it('renders JSON that parses back to the same report, with the format and version', async () => {
     const r = await firstPhase();
     const back = JSON.parse(renderJson(r)) as Report;
