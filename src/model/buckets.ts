@@ -43,6 +43,22 @@ export function bucketOf(v: number): number {
   return Math.min(1 + 4 * (ee - 1) + s, OVERFLOW);
 }
 
+/**
+ * The bucket holding a real-valued time v, (upper(i − 1), upper(i)]: bucketOf for values that are
+ * not whole nanoseconds (the model's simulated times), by binary search over the bounds; equal to
+ * bucketOf on integers.
+ */
+export function bucketHolding(v: number): number {
+  let lo = 0;
+  let hi = OVERFLOW;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (UPPER[mid]! < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /** Representative value of bucket i for expectations: its midpoint (the lower bound for the overflow bucket). */
 export function midNs(i: number): number {
   if (i <= 4) return i;

@@ -4,7 +4,7 @@
 // model of that wait (the poller simulation run on a candidate F_D), F_D is the distribution whose
 // simulated rq_lat histogram is the measured one: a Richardson–Lucy deconvolution whose kernel
 // P(rq_lat bucket | D cell) is re-estimated from each round's simulation. Pure.
-import { lowerNs, NB, upperNs } from './buckets.js';
+import { bucketHolding, lowerNs, NB, upperNs } from './buckets.js';
 import type { Dist } from './types.js';
 
 /** Runs the poller on F_D and reports each measured I/O's device time and rq_lat (ns). */
@@ -59,7 +59,7 @@ function gridUpTo(top: number): Grid {
 
 /** The grid cell holding v (clamped to the grid). */
 function cellAt(g: Grid, v: number): number {
-  const i = bucketAt(v);
+  const i = bucketHolding(v);
   if (i < FIRST) return 0;
   const width = (upperNs(i) - lowerNs(i)) / CELLS;
   const c = (i - FIRST) * CELLS + Math.min(CELLS - 1, Math.max(0, Math.floor((v - lowerNs(i)) / width)));
@@ -103,7 +103,7 @@ export function deconvolveDeviceTime(rqLat: readonly number[], run: ObserveRun):
     run(distOf(g, w), (d, r) => {
       const c = cellAt(g, d);
       drawn[c] = drawn[c]! + 1;
-      const at = c * NB + bucketAt(r);
+      const at = c * NB + bucketHolding(r);
       kernel[at] = kernel[at]! + 1;
       if (nWaits === waits.length) {
         const bigger = new Float64Array(2 * waits.length);
@@ -153,25 +153,13 @@ function pooledKernel(g: Grid, w: Float64Array, waits: Float64Array, out: Float6
     for (const q of [0.25, 0.75]) {
       const d = g.lo[c]! + q * (g.hi[c]! - g.lo[c]!);
       // waits ascending, so the buckets of d + wait are too: walk them up from d's
-      let j = bucketAt(d);
+      let j = bucketHolding(d);
       for (const x of waits) {
         while (j < NB - 1 && upperNs(j) < d + x) j++;
         out[c * NB + j] = out[c * NB + j]! + share;
       }
     }
   }
-}
-
-/** bucketOf for the simulation's real-valued times: a binary search over the bucket bounds (the bucket holding (upper(i − 1), upper(i)]). */
-function bucketAt(v: number): number {
-  let lo = 0;
-  let hi = NB - 1;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (upperNs(mid) < v) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /** At most n values spread evenly over the sample, ascending (all of it, sorted in place, when it is smaller). */

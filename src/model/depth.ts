@@ -223,10 +223,11 @@ export function fitDeviceTime(a: {
   submission: SubmissionPattern; rule: SleepRule; rqLatMeanNs?: number; rqLatBuckets?: readonly number[];
 }): { fD: Dist; shiftNs: number } {
   const { rqLatMeanNs, rqLatBuckets, ...sim } = a;
+  const wake = new Sampler(a.fO);
   const shape = rqLatBuckets
     ? deconvolveDeviceTime(rqLatBuckets, (fD, observe) => {
         simulate({
-          era: a.era, depth: a.depth, devices: [{ fD: new Sampler(fD), share: 1 }], wake: new Sampler(a.fO), switchCostNs: a.switchCostNs, sleepOnCpuNs: a.sleepOnCpuNs,
+          era: a.era, depth: a.depth, devices: [{ fD: new Sampler(fD), share: 1 }], wake, switchCostNs: a.switchCostNs, sleepOnCpuNs: a.sleepOnCpuNs,
           submission: a.submission, rule: a.rule, ios: SHIFT_IOS, warmup: Math.max(200, 4 * a.depth), seed: 7, observe,
         });
       })

@@ -19,12 +19,15 @@ const poller = {
 } satisfies Omit<SimConfig, 'devices' | 'wake' | 'ios' | 'warmup' | 'seed'>;
 const wake = uniform(3900, 4800);
 
-/** rq_lat masses (flat index, count pairs) of a run on the true device, seeded apart from the model's. */
-function measuredRqLat(fD: Dist): number[] {
+/** A run on the true device, seeded apart from the model's: its rq_lat masses (flat index, count pairs, as the BPF side counts them), mean rq_lat and CPU per I/O. */
+function measured(fD: Dist): { rqLat: number[]; rqLatMeanNs: number; cpuNs: number } {
   const counts = new Map<number, number>();
-  simulate({ ...poller, devices: [{ fD: new Sampler(fD), share: 1 }], wake: new Sampler(wake), ios: 20_000, warmup: 200, seed: 11,
-    observe: (_d, r) => counts.set(bucketOf(Math.round(r)), (counts.get(bucketOf(Math.round(r))) ?? 0) + 1) });
-  return [...counts].sort((a, b) => a[0] - b[0]).flat();
+  const st = simulate({ ...poller, devices: [{ fD: new Sampler(fD), share: 1 }], wake: new Sampler(wake), ios: 20_000, warmup: 200, seed: 11,
+    observe: (_d, r) => {
+      const b = bucketOf(Math.round(r));
+      counts.set(b, (counts.get(b) ?? 0) + 1);
+    } });
+  return { rqLat: [...counts].sort((a, b) => a[0] - b[0]).flat(), rqLatMeanNs: st.perDevice[0]!.rqLatNs / st.perDevice[0]!.ios, cpuNs: (st.spinNs + st.switchNs) / st.ios };
 }
 
 const model = (fD: Dist, observe: (d: number, r: number) => void) => {
@@ -34,8 +37,7 @@ const model = (fD: Dist, observe: (d: number, r: number) => void) => {
 describe('F_D deconvolved from rq_lat at depth', () => {
   it('finds both points of a two-point device (20 / 100 µs) whose rq_lat holds up to 60 µs of waiting', () => {
     const truth = twoPoint(20_000, 100_000);
-    const rq = measuredRqLat(truth);
-    const fD = deconvolveDeviceTime(rq, model)!;
+    const fD = deconvolveDeviceTime(measured(truth).rqLat, model)!;
     // its pieces are the histogram's buckets, uniform over 20 % of their value: the mean within 10 %
     // (the model then fits the mean to rq_lat's, deviceTimeAtDepth; the next test)
     expect(Math.abs(mean(fD) / mean(truth) - 1)).toBeLessThan(0.1);
@@ -45,27 +47,20 @@ describe('F_D deconvolved from rq_lat at depth', () => {
     expect(cdf(fD, 80_000) - cdf(fD, 30_000)).toBeLessThan(0.1);
   });
   it('gives the poller model the measured run\'s CPU back, where a mean-only fit of the found times does not', () => {
-    const truth = twoPoint(20_000, 100_000);
-    const cpuPerIo = (fD: Dist) => {
-      const st = simulate({ ...poller, devices: [{ fD: new Sampler(fD), share: 1 }], wake: new Sampler(wake), ios: 20_000, warmup: 200, seed: 11 });
-      return { cpu: (st.spinNs + st.switchNs) / st.ios, rqLat: st.perDevice[0]!.rqLatNs / st.perDevice[0]!.ios };
-    };
-    const run = cpuPerIo(truth);
-    const fit = (fD: Dist) => deviceTimeAtDepth({ ...poller, fD, fO: wake, targetNs: run.rqLat }).fD;
-    const deconvolved = fit(deconvolveDeviceTime(measuredRqLat(truth), model)!);
-    expect(Math.abs(cpuPerIo(deconvolved).cpu / run.cpu - 1)).toBeLessThan(0.05);
+    const run = measured(twoPoint(20_000, 100_000));
+    const fit = (fD: Dist) => deviceTimeAtDepth({ ...poller, fD, fO: wake, targetNs: run.rqLatMeanNs }).fD;
+    const deconvolved = fit(deconvolveDeviceTime(run.rqLat, model)!);
+    expect(Math.abs(measured(deconvolved).cpuNs / run.cpuNs - 1)).toBeLessThan(0.05);
     // at depth most slept I/Os are found at their wake-up: the found times put F_D near 90-105 µs
     // (the qd4-twopoint lab run's censored estimate); shifted to the same rq_lat mean it misses the CPU
     const found = fit(uniform(88_000, 105_000));
-    expect(Math.abs(cpuPerIo(found).cpu / run.cpu - 1)).toBeGreaterThan(0.1);
+    expect(Math.abs(measured(found).cpuNs / run.cpuNs - 1)).toBeGreaterThan(0.1);
   });
   it('puts a fixed device near its time once the mean is fitted to rq_lat\'s', () => {
     // where every slept I/O is found at its wake-up, rq_lat barely depends on the shape of F_D
     // (docs/validation.md, "The model at depth"): the deconvolution spreads it, the mean fit places it
-    const device = uniform(49_000, 51_000);
-    const st = simulate({ ...poller, devices: [{ fD: new Sampler(device), share: 1 }], wake: new Sampler(wake), ios: 20_000, warmup: 200, seed: 11 });
-    const rqLatMean = st.perDevice[0]!.rqLatNs / st.perDevice[0]!.ios;
-    const fD = deviceTimeAtDepth({ ...poller, fD: deconvolveDeviceTime(measuredRqLat(device), model)!, fO: wake, targetNs: rqLatMean }).fD;
+    const run = measured(uniform(49_000, 51_000));
+    const fD = deviceTimeAtDepth({ ...poller, fD: deconvolveDeviceTime(run.rqLat, model)!, fO: wake, targetNs: run.rqLatMeanNs }).fD;
     expect(Math.abs(mean(fD) / 50_000 - 1)).toBeLessThan(0.1);
   });
   it('gives nothing without rq_lat samples, and ignores buckets it cannot place', () => {

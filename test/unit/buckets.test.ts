@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bucketOf, lowerNs, NB, OVERFLOW, upperNs } from '../../src/model/buckets.js';
+import { bucketHolding, bucketOf, lowerNs, NB, OVERFLOW, upperNs } from '../../src/model/buckets.js';
 
 describe('bucket grid', () => {
   it('has exact small buckets and the documented first bounds', () => {
@@ -16,6 +16,15 @@ describe('bucket grid', () => {
       expect(v, `v=${v} i=${i}`).toBeGreaterThan(lowerNs(i));
     }
     expect(bucketOf(1.5 * 2 ** 36 + 1)).toBe(OVERFLOW);
+  });
+
+  it('places real-valued times as bucketOf places whole nanoseconds, a fraction past a bound in the next bucket', () => {
+    for (const v of [...Array(5000).keys(), 65536, 65537, 1e6, 123456789, 2 ** 30, 2 ** 30 + 1, 1.5 * 2 ** 36, 1.5 * 2 ** 36 + 1]) expect(bucketHolding(v), `v=${v}`).toBe(bucketOf(v));
+    for (const v of [20480.5, 99_999.25, 4.5, 0.25]) {
+      const i = bucketHolding(v);
+      expect(v, `v=${v} i=${i}`).toBeLessThanOrEqual(upperNs(i));
+      expect(v, `v=${v} i=${i}`).toBeGreaterThan(lowerNs(i));
+    }
   });
 
   it('bounds increase strictly', () => {
