@@ -5,7 +5,10 @@
 //   hybrid  hybrid IOPOLL (IOPOLL|HYBRID_IOPOLL, 6.13+): the kernel sleeps before it spins
 // No fio release has a hybrid option, hence this program.
 //
-// Usage: hpdrive [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] [-c cpu] [-H] DEVICE
+// Usage: hpdrive [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] [-c cpu] [-H] [-Q] DEVICE [DEVICE...]
+// With several devices one ring polls them all (io_uring keeps one hybrid_poll_time per ring, the
+// minimum over its devices): slot i of the queue always reads device i mod n, so at depth n each
+// device has one read in flight. The per-device I/O counts are in the JSON line.
 // Prints one JSON line on stdout: its own I/O count, IOPS, latency percentiles, and its CPU time
 // from /proc/thread-self/schedstat (ns, what the scheduler charged) and /proc/self/stat (ticks),
 // plus the CPU of the wait phase alone (CLOCK_THREAD_CPUTIME_ID around the waiting io_uring_enter),
@@ -16,6 +19,8 @@
 // It also reads every CPU's task run time (/proc/schedstat, ns) around the measured phase: what
 // ran beside it. Under icount all vCPUs advance one clock, so work elsewhere slows the poller:
 // before the measured phase it waits (up to 0.5 s, reported as quiet_wait_s) for the other CPUs to go quiet.
+// -Q: no wait for the other CPUs to go quiet (several hpdrive processes side by side, each its own
+// ring: each would wait for the others' runs).
 // -H (hold): after printing, keep the idle ring open until stdin reaches EOF, so that an observer
 // can read the ring's per-ring state after the run without disturbing the run itself.
 #define _GNU_SOURCE
@@ -50,6 +55,7 @@ struct ring {
 };
 
 #define MAX_CPUS 8
+#define MAX_DEVS 8
 
 struct cpu_sample {
   uint64_t exec_ns, run_delay_ns, slices; /* /proc/thread-self/schedstat */
@@ -213,7 +219,7 @@ static double pct_us(const uint64_t *v, size_t n, double q) {
 }
 
 static void usage(const char *argv0) {
-  fprintf(stderr, "usage: %s [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] [-c cpu] [-H] DEVICE\n", argv0);
+  fprintf(stderr, "usage: %s [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] [-c cpu] [-H] [-Q] DEVICE [DEVICE...]\n", argv0);
   exit(2);
 }
 
@@ -222,8 +228,8 @@ int main(int argc, char **argv) {
   unsigned depth = 1, bs = 4096;
   double secs = 5;
   uint64_t max_ios = 0;
-  int c, hold = 0;
-  while ((c = getopt(argc, argv, "m:q:b:t:n:s:c:H")) != -1) {
+  int c, hold = 0, no_quiet = 0;
+  while ((c = getopt(argc, argv, "m:q:b:t:n:s:c:HQ")) != -1) {
     switch (c) {
       case 'm': mode = optarg; break;
       case 'q': depth = (unsigned)strtoul(optarg, NULL, 10); break;
@@ -232,6 +238,7 @@ int main(int argc, char **argv) {
       case 'n': max_ios = strtoull(optarg, NULL, 10); break;
       case 's': rng = strtoull(optarg, NULL, 10) | 1; break;
       case 'H': hold = 1; break;
+      case 'Q': no_quiet = 1; break;
       case 'c': {
         // Pinned, as pollers are: a migration mid-run parks the poller behind the other vCPU's work.
         cpu_set_t set;
@@ -243,24 +250,33 @@ int main(int argc, char **argv) {
       default: usage(argv[0]);
     }
   }
-  if (optind != argc - 1 || depth < 1 || depth > 4096 || bs < 512 || bs % 512 || (secs <= 0 && !max_ios)) usage(argv[0]);
-  const char *dev = argv[optind];
+  int ndev = argc - optind;
+  if (ndev < 1 || ndev > MAX_DEVS || depth < 1 || depth > 4096 || bs < 512 || bs % 512 || (secs <= 0 && !max_ios)) usage(argv[0]);
   unsigned flags;
   if (!strcmp(mode, "irq")) flags = 0;
   else if (!strcmp(mode, "poll")) flags = IORING_SETUP_IOPOLL;
   else if (!strcmp(mode, "hybrid")) flags = IORING_SETUP_IOPOLL | IORING_SETUP_HYBRID_IOPOLL;
   else usage(argv[0]);
 
-  int fd = open(dev, O_RDONLY | O_DIRECT);
-  if (fd < 0) fail("open device", errno);
-  uint64_t devsz = 0;
-  if (ioctl(fd, BLKGETSIZE64, &devsz) < 0) {
-    struct stat st;
-    if (fstat(fd, &st) < 0) fail("fstat", errno);
-    devsz = (uint64_t)st.st_size;
+  int fds[MAX_DEVS];
+  uint64_t nblks[MAX_DEVS], dev_ios[MAX_DEVS] = {0};
+  char devs[MAX_DEVS * 64] = "";
+  for (int i = 0; i < ndev; i++) {
+    const char *dev = argv[optind + i];
+    int fd = open(dev, O_RDONLY | O_DIRECT);
+    if (fd < 0) fail("open device", errno);
+    uint64_t devsz = 0;
+    if (ioctl(fd, BLKGETSIZE64, &devsz) < 0) {
+      struct stat st;
+      if (fstat(fd, &st) < 0) fail("fstat", errno);
+      devsz = (uint64_t)st.st_size;
+    }
+    nblks[i] = devsz / bs;
+    if (!nblks[i]) fail("device smaller than one block", EINVAL);
+    fds[i] = fd;
+    snprintf(devs + strlen(devs), sizeof devs - strlen(devs), "%s%s", i ? "," : "", dev);
   }
-  uint64_t nblk = devsz / bs;
-  if (!nblk) fail("device smaller than one block", EINVAL);
+#define SLOT_DEV(slot) ((slot) % (unsigned)ndev)
 
   struct ring r;
   ring_setup(&r, depth, flags);
@@ -283,7 +299,7 @@ int main(int argc, char **argv) {
   // Both waits are free in virtual time (idle is skipped).
   struct timespec settle = {0, 20 * 1000 * 1000};
   nanosleep(&settle, NULL);
-  uint64_t quiet_ns = quiet_wait();
+  uint64_t quiet_ns = no_quiet ? 0 : quiet_wait();
 
   struct cpu_sample c0, c1;
   cpu_sample(&c0);
@@ -291,7 +307,7 @@ int main(int argc, char **argv) {
   unsigned inflight = 0, to_submit = 0;
   int stopping = 0;
   for (unsigned s = 0; s < depth; s++) {
-    queue_read(&r, fd, bufs + (size_t)s * bs, bs, nblk, s);
+    queue_read(&r, fds[SLOT_DEV(s)], bufs + (size_t)s * bs, bs, nblks[SLOT_DEV(s)], s);
     issued[s] = now_ns();
     to_submit++;
   }
@@ -323,6 +339,7 @@ int main(int argc, char **argv) {
         return 1;
       }
       inflight--;
+      dev_ios[SLOT_DEV(slot)]++;
       uint64_t d = now - issued[slot];
       sum += d;
       if (d > maxlat) maxlat = d;
@@ -336,7 +353,7 @@ int main(int argc, char **argv) {
       // completed is counted here, so the exporter's count over the run can be compared exactly.
       if (!stopping && ((max_ios && n + inflight + to_submit >= max_ios) || (!max_ios && now >= tend))) stopping = 1;
       if (!stopping) {
-        queue_read(&r, fd, bufs + (size_t)slot * bs, bs, nblk, slot);
+        queue_read(&r, fds[SLOT_DEV(slot)], bufs + (size_t)slot * bs, bs, nblks[SLOT_DEV(slot)], slot);
         issued[slot] = now_ns();
         to_submit++;
       }
@@ -352,15 +369,18 @@ int main(int argc, char **argv) {
   for (int c = 0; c < c1.ncpus; c++)
     snprintf(per_cpu + strlen(per_cpu), sizeof per_cpu - strlen(per_cpu), "%s%.6f", c ? "," : "",
              (double)(c1.cpu_task_ns[c] - c0.cpu_task_ns[c]) / 1e9);
+  char per_dev[MAX_DEVS * 24] = "";
+  for (int i = 0; i < ndev; i++)
+    snprintf(per_dev + strlen(per_dev), sizeof per_dev - strlen(per_dev), "%s%lu", i ? "," : "", (unsigned long)dev_ios[i]);
   double ws = (double)wall / 1e9;
   uint64_t exec = c1.exec_ns - c0.exec_ns;
   printf("{\"mode\":\"%s\",\"flags\":%u,\"qd\":%u,\"bs\":%u,\"device\":\"%s\",\"pid\":%d,"
-         "\"ios\":%zu,\"wall_s\":%.6f,\"iops\":%.1f,"
+         "\"ios\":%zu,\"device_ios\":[%s],\"wall_s\":%.6f,\"iops\":%.1f,"
          "\"lat_us\":{\"mean\":%.3f,\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"p999\":%.3f,\"max\":%.3f},"
          "\"cpu\":{\"exec_s\":%.6f,\"run_delay_s\":%.6f,\"timeslices\":%lu,\"utime_s\":%.3f,\"stime_s\":%.3f,"
          "\"util\":%.4f,\"per_io_us\":%.4f,\"wait_s\":%.6f,\"wait_calls\":%lu,\"empty_enter_ns\":%.1f},"
          "\"ctxsw\":{\"voluntary\":%ld,\"involuntary\":%ld},\"cpus\":{\"on\":[%d,%d],\"task_s\":[%s],\"quiet_wait_s\":%.6f}}\n",
-         mode, flags, depth, bs, dev, (int)getpid(), n, ws, (double)n / ws,
+         mode, flags, depth, bs, devs, (int)getpid(), n, per_dev, ws, (double)n / ws,
          n ? (double)sum / (double)n / 1e3 : 0, pct_us(lat, n, 0.5), pct_us(lat, n, 0.9), pct_us(lat, n, 0.99),
          pct_us(lat, n, 0.999), (double)maxlat / 1e3, (double)exec / 1e9, (double)(c1.run_delay_ns - c0.run_delay_ns) / 1e9,
          c1.slices - c0.slices, (double)(c1.utime_ticks - c0.utime_ticks) / (double)tck,
@@ -373,5 +393,6 @@ int main(int argc, char **argv) {
     while (read(0, b, sizeof b) > 0) {}
   }
   close(r.fd);
+  for (int i = 0; i < ndev; i++) close(fds[i]);
   return 0;
 }

@@ -31,7 +31,7 @@
 #error "hpsim supports kernels 5.10 to 5.13 and 6.11 or later (the lab's guests are 5.10 and 7.x)"
 #endif
 
-#define HPSIM_MAX_DEVICES 8
+#define HPSIM_MAX_DEVICES 16
 #define HPSIM_MAX_NS 10000000000ULL /* 10 s: the largest time a profile may name */
 #define HPSIM_NORMAL_MIN_NS 1000ULL /* normal draws are clamped to >= 1 us */
 #define HPSIM_CAPACITY (4ULL << 30) /* bytes */
@@ -39,7 +39,7 @@
 
 static int nr_devices = 1;
 module_param(nr_devices, int, 0444);
-MODULE_PARM_DESC(nr_devices, "number of devices hpsim0..N-1 (1-8, default 1)");
+MODULE_PARM_DESC(nr_devices, "number of devices hpsim0..N-1 (1-16, default 1)");
 static int submit_queues = 1;
 module_param(submit_queues, int, 0444);
 MODULE_PARM_DESC(submit_queues, "interrupt (default map) hardware queues per device (default 1)");
@@ -636,7 +636,7 @@ static int __init hpsim_init(void)
 
 	if (nr_devices < 1 || nr_devices > HPSIM_MAX_DEVICES || submit_queues < 1 || poll_queues < 0 ||
 	    submit_queues + poll_queues > 64 || queue_depth < 1 || queue_depth > 4096) {
-		pr_err("hpsim: nr_devices 1-8, submit_queues >= 1, poll_queues >= 0 (64 queues at most), queue_depth 1-4096\n");
+		pr_err("hpsim: nr_devices 1-16, submit_queues >= 1, poll_queues >= 0 (64 queues at most), queue_depth 1-4096\n");
 		return -EINVAL;
 	}
 #if !HPSIM_NEW_API

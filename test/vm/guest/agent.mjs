@@ -108,7 +108,9 @@ function start(role, file, args, stdin = 'ignore') {
   return st;
 }
 
-let drive = null;
+/** the hpdrive processes of the current run (one, or several side by side: the lab's rings runs) */
+let drives = [];
+const driving = () => drives.some((d) => d.exit === null);
 let settledThreads;
 let exporter = null;
 let watch = null;
@@ -118,25 +120,31 @@ const int = (v, lo, hi, name) => {
   if (!Number.isInteger(v) || v < lo || v > hi) throw new Error(`${name} must be an integer in [${lo}, ${hi}]`);
   return String(v);
 };
-function driveArgs(b) {
-  devicePath(b.device);
+/** hpdrive's arguments for process i of b.procs: pinned to the last CPU, the next ones below it. */
+function driveArgs(b, i = 0) {
+  const devices = b.devices ?? [b.device];
+  if (!Array.isArray(devices) || devices.length < 1 || devices.length > 8) throw new Error('devices must list 1 to 8 devices');
+  devices.forEach(devicePath);
   if (!MODES.has(b.mode)) throw new Error('mode must be irq, poll or hybrid');
   const a = ['-m', b.mode, '-q', int(b.qd ?? 1, 1, 1024, 'qd'), '-b', int(b.bs ?? 4096, 512, 1 << 20, 'bs')];
   if (b.ios !== undefined) a.push('-n', int(b.ios, 1, 1e9, 'ios'));
   else a.push('-t', String(Number(b.secs ?? 5)));
-  if (b.seed !== undefined) a.push('-s', int(b.seed, 1, 2 ** 31, 'seed'));
+  // side by side, each process its own seed (its own offsets)
+  if (b.seed !== undefined) a.push('-s', int(b.seed + i, 1, 2 ** 31, 'seed'));
   if (b.hold) a.push('-H');
+  // side by side, each would wait for the others to go quiet (the host idles the guest before)
+  if ((b.procs ?? 1) > 1) a.push('-Q');
   // The poller on the last CPU, the agent, exporter and housekeeping free to use the others.
-  a.push('-c', String(onlineCpus() - 1));
-  return [...a, b.device];
+  a.push('-c', String(onlineCpus() - 1 - i));
+  return [...a, ...devices];
 }
 
 const onlineCpus = () => readdirSync('/sys/devices/system/cpu').filter((c) => /^cpu\d+$/.test(c)).length;
 
-/** Run time (ns) of every thread but `skipPid`'s, by "comm pid": what ran beside a measured run. */
-function threadTimes(skipPid) {
+/** Run time (ns) of every thread but those of `skipPids`, by "comm pid": what ran beside a measured run. */
+function threadTimes(skipPids) {
   const out = new Map();
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d) && Number(d) !== skipPid)) {
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d) && !skipPids.includes(Number(d)))) {
     let tids = [];
     try {
       tids = readdirSync(`/proc/${pid}/task`);
@@ -160,7 +168,7 @@ function topBeside(a, b) {
 }
 
 /** Threads now running a ring's teardown (io_uring defers it to a kworker after the last close). */
-const ringExits = () => [...threadTimes(-1).values()].filter((t) => t.comm.includes('+iou_exit')).length;
+const ringExits = () => [...threadTimes([]).values()].filter((t) => t.comm.includes('+iou_exit')).length;
 
 // Flags the host may pass to the exporter: only the product's own option families.
 const FLAG = /^--(bpf|model|collector|no-collector|log|output|interval|duration|count|description)[.\w-]*(=.*)?$/;
@@ -370,7 +378,8 @@ function bpfPrograms() {
 async function driveResult(st) {
   if (!st.held) await st.done;
   await st.line;
-  const beside = st.threadsBefore ? topBeside(st.threadsBefore, threadTimes(st.child.pid)) : [];
+  // beside one process: every thread but the pollers of this run
+  const beside = st.threadsBefore ? topBeside(st.threadsBefore, threadTimes(drives.map((d) => d.child.pid))) : [];
   const line = st.stdout.trim().split('\n').pop() ?? '';
   let result = null;
   try {
@@ -381,30 +390,41 @@ async function driveResult(st) {
   return { exit: st.exit, result, beside, stdout: st.stdout.slice(-4000), stderr: st.stderr.slice(-4000) };
 }
 
+/** Every process's result of the current run: one result, or { procs: [...] } when `many` were asked for. */
+async function drivesResult(many) {
+  const rs = await Promise.all(drives.map(driveResult));
+  return many ? { procs: rs } : rs[0];
+}
+
 const routes = {
   'GET /info': async () => info(),
   // wait: true answers once the run is done (as /drive/wait): under icount the guest runs ahead
   // while the host's next request is on its way, so a separate /drive/wait arrives in the middle
   // of the run, and its interrupt, softirq and the agent's work on it run beside the poller.
+  // procs: that many hpdrive processes side by side (each its own ring, pinned to its own CPU);
+  // the answer is then { procs: [one result each] }.
   'POST /drive': async (b) => {
-    if (drive && drive.exit === null) throw new Error('hpdrive already running');
-    drive = start('hpdrive', HPDRIVE, driveArgs(b), b.hold ? 'pipe' : 'ignore');
-    drive.held = !!b.hold;
+    if (driving()) throw new Error('hpdrive already running');
+    const procs = Number(int(b.procs ?? 1, 1, onlineCpus(), 'procs'));
+    const argv = Array.from({ length: procs }, (_, i) => driveArgs(b, i));
+    drives = argv.map((a) => Object.assign(start('hpdrive', HPDRIVE, a, b.hold ? 'pipe' : 'ignore'), { held: !!b.hold }));
     // taken by /settle, before the quiet time: reading /proc here would leave Node's GC work
     // running beside the run
-    drive.threadsBefore = settledThreads;
+    for (const d of drives) d.threadsBefore = settledThreads;
     settledThreads = undefined;
-    return b.wait ? driveResult(drive) : { pid: drive.child.pid };
+    if (!b.wait) return { pids: drives.map((d) => d.child.pid) };
+    return drivesResult(b.procs !== undefined);
   },
   // Until hpdrive has printed its result (a held ring stays open after that) or exited.
   'POST /drive/wait': async () => {
-    if (!drive) throw new Error('no hpdrive started');
-    return driveResult(drive);
+    if (!drives.length) throw new Error('no hpdrive started');
+    return drivesResult(drives.length > 1);
   },
   'POST /drive/release': async () => {
-    if (!drive) throw new Error('no hpdrive started');
-    drive.child.stdin?.end();
-    return { exit: await drive.done };
+    if (!drives.length) throw new Error('no hpdrive started');
+    for (const d of drives) d.child.stdin?.end();
+    const exits = await Promise.all(drives.map((d) => d.done));
+    return { exit: exits[0], exits };
   },
   'POST /exporter/start': startExporter,
   'POST /exporter/stop': stopExporter,
@@ -461,7 +481,7 @@ const routes = {
   },
   // The seeds' fio job (issue 8): pvsync2 with hipri, O_DIRECT 4k random reads, one job.
   'POST /fio': async (b) => {
-    if (drive && drive.exit === null) throw new Error('hpdrive running');
+    if (driving()) throw new Error('hpdrive running');
     devicePath(b.device);
     const limit = b.ios !== undefined ? [`--number_ios=${int(b.ios, 1, 1e9, 'ios')}`, '--size=4g'] : ['--time_based', `--runtime=${int(b.secs ?? 5, 1, 3600, 'secs')}`];
     const args = ['--name=seed001', `--filename=${b.device}`, '--ioengine=pvsync2', '--hipri', '--direct=1', '--bs=4k', '--rw=randread',
@@ -505,7 +525,7 @@ const routes = {
       await new Promise((r) => setTimeout(r, 10));
       busy = ringExits();
     }
-    settledThreads = threadTimes(-1);
+    settledThreads = threadTimes([]);
     return { waitedMs: Date.now() - t0, busy };
   },
   'POST /idle': async (b) => {
@@ -523,7 +543,7 @@ const routes = {
       await stopExporter();
       await stopTwin();
       await stopSampled();
-      drive?.child.kill('SIGKILL');
+      for (const d of drives) d.child.kill('SIGKILL');
       server.close();
       process.exit(0);
     }, 100);
