@@ -51,6 +51,8 @@ export interface ExporterFigures {
   optimalSleep: number | undefined;
   /** run time of BPF programs (kernel.bpf_stats_enabled) over the run, by program label */
   programSeconds: Record<string, number>;
+  /** runs of BPF programs over the run, by program label (kernel.bpf_stats_enabled) */
+  programRuns: Record<string, number>;
   /** host state */
   era: string | undefined;
   pollPath: string | undefined;
@@ -58,6 +60,8 @@ export interface ExporterFigures {
   ioPoll: number | undefined;
   /** the driver's ring, from the after-scrape (hpdrive holds the idle ring open for it) */
   ring: RingFigures | undefined;
+  /** every process's ring, in the order of the run's processes (one, or several side by side) */
+  rings: { pid: number; ring: RingFigures | undefined }[];
 }
 
 export interface DriverFigures {
@@ -149,6 +153,14 @@ function ringOf(after: Scrape, pid: number): RingFigures | undefined {
   };
 }
 
+/** A per-program counter over the run, by program label. */
+function perProgram(b: Scrape, a: Scrape, name: string): Record<string, number> {
+  return Object.fromEntries(select(a, name).map((x) => {
+    const program = x.labels.program ?? '?';
+    return [program, delta(b, a, name, { program }) ?? 0];
+  }));
+}
+
 export function driverFigures(r: RunRecord): DriverFigures {
   const d = r.driver;
   return {
@@ -207,15 +219,14 @@ export function exporterFigures(r: RunRecord, majmin?: string): ExporterFigures 
     modelMeanDeviceTime: value(a, 'hybridpoll_model_device_time_mean_seconds', dev),
     currentSleep: value(a, 'hybridpoll_current_sleep_seconds', dev),
     optimalSleep: value(a, 'hybridpoll_optimal_sleep_seconds', dev),
-    programSeconds: Object.fromEntries(select(a, 'hybridpoll_bpf_program_run_seconds_total').map((x) => {
-      const program = x.labels.program ?? '?';
-      return [program, delta(b, a, 'hybridpoll_bpf_program_run_seconds_total', { program }) ?? 0];
-    })),
+    programSeconds: perProgram(b, a, 'hybridpoll_bpf_program_run_seconds_total'),
+    programRuns: perProgram(b, a, 'hybridpoll_bpf_program_runs_total'),
     era,
     pollPath,
     pollHctx: value(a, 'hybridpoll_device_hw_queues', { ...dev, type: 'poll' }),
     ioPoll: value(a, 'hybridpoll_device_io_poll', dev),
     ring: ringOf(a, r.driver.pid),
+    rings: (r.driver.procs ?? [r.driver]).map((d) => ({ pid: d.pid, ring: ringOf(a, d.pid) })),
   };
 }
 

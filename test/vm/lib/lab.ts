@@ -36,6 +36,9 @@ export const HPSIM_PROFILES = {
   hpsim3: 'fixed:50000',
   hpsim4: 'fixed:50000',
   hpsim5: 'twopoint:20000:100000:500',
+  hpsim6: 'fixed:50000',
+  hpsim7: 'fixed:20000',
+  hpsim8: 'fixed:100000',
 } as const;
 
 /** insmod parameters of the trixie guest's hpsim module: one poll queue per device, as nvme's per CPU set. */
@@ -45,8 +48,8 @@ export function hpsimParams(): string {
 }
 
 export function scenarios(ios: number): Scenario[] {
-  const sim = (id: string, title: string, dev: keyof typeof HPSIM_PROFILES, qd: number): Scenario =>
-    ({ id, title: `${title} (${dev} ${HPSIM_PROFILES[dev]})`, serial: dev, profile: HPSIM_PROFILES[dev], qd, bs: 4096, ios, model: true });
+  const sim = (id: string, title: string, dev: keyof typeof HPSIM_PROFILES, qd: number, procs = 1): Scenario =>
+    ({ id, title: `${title} (${dev} ${HPSIM_PROFILES[dev]})`, serial: dev, profile: HPSIM_PROFILES[dev], qd, bs: 4096, ios, model: true, ...(procs > 1 ? { procs } : {}) });
   return [
     sim('qd1-fixed50', 'QD1 4k randread, simulated device, fixed 50 µs', 'hpsim0', 1),
     sim('qd1-twopoint', 'QD1 4k randread, simulated device, 20 µs or 100 µs (½ each)', 'hpsim1', 1),
@@ -54,6 +57,11 @@ export function scenarios(ios: number): Scenario[] {
     sim('qd16-fixed50', 'QD16 4k randread, simulated device, fixed 50 µs', 'hpsim3', 16),
     sim('qd64-fixed50', 'QD64 4k randread, simulated device, fixed 50 µs', 'hpsim4', 64),
     sim('qd4-twopoint', 'QD4 4k randread, simulated device, 20 µs or 100 µs (½ each)', 'hpsim5', 4),
+    {
+      ...sim('ring-2dev', 'one ring over two simulated devices, one 4k randread in flight on each: fixed 20 µs and fixed 100 µs', 'hpsim7', 2),
+      ring: (['hpsim7', 'hpsim8'] as const).map((d) => ({ serial: d, profile: HPSIM_PROFILES[d] })),
+    },
+    sim('rings2-qd1-fixed50', 'two processes side by side, each its own ring at QD1, 4k randread, simulated device, fixed 50 µs', 'hpsim6', 1, 2),
     { id: 'qd1-nvme', title: 'QD1 4k randread, QEMU NVMe (null-co, no added latency; host-clock device: no model checks)', serial: 'hpfast', qd: 1, bs: 4096, ios, model: false },
   ];
 }
@@ -127,7 +135,7 @@ export interface LabOptions {
 export const SWEEP = ['fixed:20000', 'fixed:100000', 'uniform:40000:60000', 'normal:50000:10000', 'twopoint:40000:60000:500', 'tail:50000:200000:20'];
 
 /** The CI profile's scenarios (HPVM_PROFILE=ci). */
-export const CI_SCENARIOS = ['qd1-fixed50', 'qd4-fixed50', 'qd16-fixed50', 'qd64-fixed50', 'qd1-nvme'];
+export const CI_SCENARIOS = ['qd1-fixed50', 'qd4-fixed50', 'qd16-fixed50', 'qd64-fixed50', 'ring-2dev', 'rings2-qd1-fixed50', 'qd1-nvme'];
 
 export function labOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LabOptions {
   const profile = env.HPVM_PROFILE ?? 'full';

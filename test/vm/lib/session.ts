@@ -11,6 +11,7 @@
 // sampling check's runs (sampling-session.ts): one exporter per --bpf.sample rate in turn.
 import type { Guest, GuestInfo, GuestImages } from './guest.js';
 import type { SamplingScenario, SamplingSession } from './sampling.js';
+import { mergeDrivers } from './drivers.js';
 import { samplingRuns } from './sampling-session.js';
 
 export type Tracing = 'untraced' | 'fentry' | 'tracepoint';
@@ -33,6 +34,16 @@ export interface Scenario {
   ios: number;
   /** the device's time is defined on the guest clock (hpsim): the model checks apply */
   model: boolean;
+  /**
+   * hpdrive processes side by side on the device, each its own ring on its own vCPU (default 1);
+   * their results are merged into one run (drivers.ts), and such a scenario has no A/B runs
+   */
+  procs?: number;
+  /**
+   * one ring over several devices: every device the ring polls, in hpdrive's slot order (slot i
+   * reads device i mod n), the first being `serial` and `profile`; qd = one read per device
+   */
+  ring?: { serial: string; profile: string }[];
 }
 
 /** The seed written to a simulated device before every run: each run draws the same service times. */
@@ -47,6 +58,8 @@ export interface DriverResult {
   device: string;
   pid: number;
   ios: number;
+  /** I/Os per device, in the order of `device` (comma-separated when one ring polls several) */
+  device_ios?: number[];
   wall_s: number;
   iops: number;
   lat_us: { mean: number; p50: number; p90: number; p99: number; p999: number; max: number };
@@ -61,6 +74,8 @@ export interface DriverResult {
   besideThreads?: string[];
   /** set when this is the second try of a run: what ran beside the first (BESIDE_RETRY) */
   retried?: string;
+  /** a merged run of several processes side by side (drivers.ts): each one's own result */
+  procs?: DriverResult[];
 }
 
 /** Other tasks' run time beside a run above this share of it: the run is repeated once (a scraped one with its scrapes). */
@@ -116,6 +131,8 @@ export interface RunRecord {
   twin?: { before: LoaderSnap; after: LoaderSnap };
   /** hpsim devices: the device's own stats line (tools/hpsim) before and after the measured run */
   hpsim?: { before: string; after: string };
+  /** one ring over several devices (Scenario.ring): each device's name and stats lines, in slot order */
+  ringDevices?: { device: string; hpsim: { before: string; after: string } }[];
 }
 
 /** The loader's snapshot line (src/bpf/README.md), the parts the checks read. */
@@ -196,13 +213,21 @@ interface DriveOptions {
   beforeRun?: () => Promise<void>;
 }
 
-/** Writes a simulated device's profile and seed: the next request draws the seed's first service time. */
-async function resetDevice(g: Guest, s: Scenario, device: string): Promise<void> {
-  if (s.profile) await g.agent('POST', '/hpsim/profile', { device, profile: s.profile, seed: HPSIM_SEED });
+/** The simulated devices a scenario's run uses: its own, or every device of its one ring. */
+function simDevices(g: Guest, s: Scenario, device: string): { device: string; profile: string }[] {
+  if (s.ring) return s.ring.map((x) => ({ device: deviceOf(g.info, x.serial), profile: x.profile }));
+  return s.profile ? [{ device, profile: s.profile }] : [];
 }
 
-async function deviceStats(g: Guest, s: Scenario, device: string): Promise<string | undefined> {
-  return s.profile ? (await g.agent<{ stats: string }>('GET', `/hpsim/stats?device=${device}`)).stats : undefined;
+/** Writes the simulated devices' profile and seed: the next request of each draws the seed's first service time. */
+async function resetDevices(g: Guest, devs: { device: string; profile: string }[]): Promise<void> {
+  for (const { device, profile } of devs) await g.agent('POST', '/hpsim/profile', { device, profile, seed: HPSIM_SEED });
+}
+
+async function deviceStats(g: Guest, devs: { device: string }[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const { device } of devs) out.push((await g.agent<{ stats: string }>('GET', `/hpsim/stats?device=${device}`)).stats);
+  return out;
 }
 
 /**
@@ -211,25 +236,32 @@ async function deviceStats(g: Guest, s: Scenario, device: string): Promise<strin
  * the model diffs two snapshots in which the device exists). The simulated device is reset
  * (profile, seed) before the warm-up and again before the measured run.
  */
-export async function runDriver(g: Guest, s: Scenario, device: string, mode: PollMode, o: DriveOptions = {}): Promise<Pick<RunRecord, 'driver' | 'hpsim'>> {
-  const call = async (body: Record<string, unknown>, what: string, ios: number) => {
+export async function runDriver(g: Guest, s: Scenario, device: string, mode: PollMode, o: DriveOptions = {}): Promise<Pick<RunRecord, 'driver' | 'hpsim' | 'ringDevices'>> {
+  const sims = simDevices(g, s, device);
+  type Answer = { exit: { code: number | null } | null; result: (DriverResult & { error?: string }) | null; beside?: string[]; stdout: string; stderr: string };
+  const call = async (body: Record<string, unknown>, what: string, ios: number): Promise<DriverResult> => {
+    const one = (r: Answer): DriverResult => {
+      if (!r.result || r.result.error || (r.exit && r.exit.code !== 0)) {
+        throw new Error(`hpdrive ${what} ${mode} on ${device} failed (exit ${r.exit?.code}): ${r.result?.error ?? r.stdout + r.stderr}`);
+      }
+      return { ...r.result, ...(r.beside ? { besideThreads: r.beside } : {}) };
+    };
     // one request for start and result: a second one would reach the guest during the run (agent.mjs)
-    const r = await g.agent<{ exit: { code: number | null } | null; result: (DriverResult & { error?: string }) | null; beside?: string[]; stdout: string; stderr: string }>(
-      'POST', '/drive', { device: `/dev/${device}`, mode, qd: s.qd, bs: s.bs, ...body, wait: true }, driveTimeoutMs(ios));
-    if (!r.result || r.result.error || (r.exit && r.exit.code !== 0)) {
-      throw new Error(`hpdrive ${what} ${mode} on ${device} failed (exit ${r.exit?.code}): ${r.result?.error ?? r.stdout + r.stderr}`);
-    }
-    return { ...r.result, ...(r.beside ? { besideThreads: r.beside } : {}) };
+    const req = { ...(s.ring ? { devices: sims.map((x) => `/dev/${x.device}`) } : { device: `/dev/${device}` }), mode, qd: s.qd, bs: s.bs, ...body, wait: true };
+    if ((s.procs ?? 1) === 1) return one(await g.agent<Answer>('POST', '/drive', req, driveTimeoutMs(ios)));
+    // side by side, every process runs the scenario's I/O count
+    const r = await g.agent<{ procs: Answer[] }>('POST', '/drive', { ...req, procs: s.procs, seed: HPSIM_SEED }, driveTimeoutMs(ios));
+    return mergeDrivers(r.procs.map(one));
   };
   // Only a scraped run needs the warm-up (its before-scrape must hold the device's series); the
   // A/B and irq runs compare like with like without it, and each agent call costs guest CPU.
   if (o.beforeRun) {
-    await resetDevice(g, s, device);
+    await resetDevices(g, sims);
     await call({ ios: WARMUP_IOS }, 'warm-up', WARMUP_IOS);
     await o.beforeRun();
   }
-  await resetDevice(g, s, device);
-  let before = await deviceStats(g, s, device);
+  await resetDevices(g, sims);
+  let before = await deviceStats(g, sims);
   // Both vCPUs advance one instruction counter (icount): work left on the other vCPU (the last
   // run's ring teardown, a BPF re-attach's deferred frees, the agent's reply) would slow the
   // poller's virtual time. Wait for the teardown, then idle, which costs no host time under icount.
@@ -244,13 +276,14 @@ export async function runDriver(g: Guest, s: Scenario, device: string, mode: Pol
   // virtual clock): an unscraped run (A/B, irq; nothing counted it) is run again once. Seen once
   // in ~20 CI boots: the guest's Node processes ran 29 % of a QD4 A/B run, −35 % IOPS.
   if (!o.beforeRun && busyBeside(driver)) {
-    await resetDevice(g, s, device);
-    before = await deviceStats(g, s, device);
+    await resetDevices(g, sims);
+    before = await deviceStats(g, sims);
     await quiet();
     driver = { ...(await call({ ios: s.ios, hold: o.hold ?? false }, 'run', s.ios)), retried: besideText(driver) };
   }
-  const after = await deviceStats(g, s, device);
-  return { driver, ...(before !== undefined && after !== undefined ? { hpsim: { before, after } } : {}) };
+  const after = await deviceStats(g, sims);
+  const stats = sims.map((x, i) => ({ device: x.device, hpsim: { before: before[i]!, after: after[i]! } }));
+  return { driver, ...(stats[0] ? { hpsim: stats[0].hpsim } : {}), ...(s.ring ? { ringDevices: stats } : {}) };
 }
 
 /** Scrapes until the exporter reports the BPF loader up (it may attach after the HTTP port opens). */
@@ -278,7 +311,7 @@ export async function waitBpfUp(g: Guest, timeoutMs: number): Promise<number> {
  * what the BPF programs do to it. The driver holds its idle ring open until the after-scrape, so
  * the ring's own gauges (hybrid_poll_time) are still exported then.
  */
-async function scrapedRun(g: Guest, s: Scenario, device: string, mode: PollMode, withTwin: boolean): Promise<Pick<RunRecord, 'driver' | 'hpsim' | 'before' | 'after' | 'twin'>> {
+async function scrapedRun(g: Guest, s: Scenario, device: string, mode: PollMode, withTwin: boolean): Promise<Pick<RunRecord, 'driver' | 'hpsim' | 'ringDevices' | 'before' | 'after' | 'twin'>> {
   // as runDriver does for an unscraped run, once: a run with other tasks busy beside it is done
   // again, scrapes and all (the exporter's figures are the difference of the two scrapes)
   const first = await scrapedOnce(g, s, device, mode, withTwin);
@@ -287,7 +320,7 @@ async function scrapedRun(g: Guest, s: Scenario, device: string, mode: PollMode,
   return { ...again, driver: { ...again.driver, retried: besideText(first.driver) } };
 }
 
-async function scrapedOnce(g: Guest, s: Scenario, device: string, mode: PollMode, withTwin: boolean): Promise<Pick<RunRecord, 'driver' | 'hpsim' | 'before' | 'after' | 'twin'>> {
+async function scrapedOnce(g: Guest, s: Scenario, device: string, mode: PollMode, withTwin: boolean): Promise<Pick<RunRecord, 'driver' | 'hpsim' | 'ringDevices' | 'before' | 'after' | 'twin'>> {
   let before = '';
   let twinBefore: LoaderSnap | undefined;
   let paused = false;
@@ -322,7 +355,8 @@ async function abRuns(g: Guest, scenarios: Scenario[], tracing: Exclude<Tracing,
   if (pairs < 1) return;
   await g.agent('POST', '/exporter/pause', {});
   try {
-    for (const s of scenarios) {
+    // what tracing costs is measured on one ring polling one device (check 4)
+    for (const s of scenarios.filter(oneRingOneDevice)) {
       const device = deviceOf(g.info, s.serial);
       for (const mode of POLLED) {
         for (let pair = 0; pair < pairs; pair++) {
@@ -372,9 +406,13 @@ async function startExporter(g: Guest, args: string[], log: (m: string) => void,
   return { exporterStartMs: st.startMs, bpfReadySeconds: ready };
 }
 
-/** Runs per repetition: irq per scenario, then per path and scenario 2 scraped runs and the A/B runs. */
-export function runsPerRep(scenarios: number, paths: number, abPairs: number): number {
-  return scenarios * (1 + paths * POLLED.length * (1 + 2 * abPairs));
+/** One poller, one ring, one device: the scenarios with A/B runs (check 4). */
+export const oneRingOneDevice = (s: Scenario): boolean => (s.procs ?? 1) === 1 && !s.ring;
+
+/** Runs per repetition: irq per scenario, then per path and scenario 2 scraped runs and the A/B runs (one-ring scenarios). */
+export function runsPerRep(scenarios: readonly Scenario[], paths: number, abPairs: number): number {
+  const single = scenarios.filter(oneRingOneDevice).length;
+  return scenarios.length * (1 + paths * POLLED.length) + single * paths * POLLED.length * 2 * abPairs;
 }
 
 /**
@@ -385,7 +423,7 @@ export function runsPerRep(scenarios: number, paths: number, abPairs: number): n
 export async function runSession(g: Guest, base: Omit<Session, 'runs' | 'wallSeconds' | 'scenarios' | 'exporterArgs' | 'paths'>, o: SessionOptions): Promise<Session> {
   const t0 = Date.now();
   const session: Session = { ...base, wallSeconds: 0, scenarios: o.scenarios, paths: [...o.paths], exporterArgs: o.exporterArgs, runs: [] };
-  const total = o.reps * (runsPerRep(o.scenarios.length, o.paths.length, o.abPairs) + (o.sweep?.length ?? 0));
+  const total = o.reps * (runsPerRep(o.scenarios, o.paths.length, o.abPairs) + (o.sweep?.length ?? 0));
   const done = (r: RunRecord, t1: number) => {
     session.runs.push(r);
     const d = r.driver;

@@ -1,0 +1,141 @@
+// The checks of io_uring rings that are not one poller on one device (issue 15), as pure functions
+// over one session's runs:
+// - several processes side by side on one device, each its own ring (Scenario.procs): the device's
+//   figures are checks 2, 3 and 5 on the merged run; here, that the exporter tells the rings apart;
+// - one ring over several devices (Scenario.ring): io_uring keeps one hybrid_poll_time per ring, the
+//   minimum over every device it polls, so the slow device sleeps what the fast one allows. The
+//   exporter's figures are per device; each is checked against that device's own counts and time,
+//   and their sum against the one poller's CPU.
+import { BOUNDS, everyRun, num, outsideWindow, paired, pct, relErr, us, type CheckResult, type SessionRuns } from './checks.js';
+import { deviceTruth, exporterFigures, type ExporterFigures, type RunFigures } from './figures.js';
+import { MODES, type Scenario } from './session.js';
+
+const modeName = (mode: string) => (mode === 'poll' ? 'classic' : 'hybrid');
+
+/** One ring per process, each with the mode it was set up in and, hybrid, its own running minimum. */
+export function checkRings(s: SessionRuns, sc: Scenario): CheckResult[] {
+  return MODES.map((mode): CheckResult => {
+    const hybrid = mode === 'hybrid';
+    const perRun = s.get(sc.id, 'fentry', mode).map((r) => {
+      const rings = r.exporter?.rings ?? [];
+      const ok = rings.length === (sc.procs ?? 1) && new Set(rings.map((x) => x.ring?.ring)).size === rings.length && rings.every(({ ring }) =>
+        !!ring && ring.hybrid === (hybrid ? '1' : '0') && (!hybrid || (ring.hybridPollTimeSeconds !== undefined && ring.hybridPollTimeSeconds > 0 && Number.isFinite(ring.hybridPollTimeSeconds))));
+      const text = rings.map(({ pid, ring }) => (ring ? `pid ${pid}: ring ${ring.ring} hybrid=${ring.hybrid}${hybrid ? ` hpt ${us(ring.hybridPollTimeSeconds)}` : ''}` : `pid ${pid}: no ring_info`)).join(', ');
+      return { ok, text };
+    });
+    return {
+      id: 'R rings', scenario: sc.id, title: `${modeName(mode)}: one ring per process, its mode${hybrid ? ' and its own hybrid_poll_time' : ''}`,
+      measured: perRun.map((x) => x.text).join('; ') || 'no runs', bound: `${sc.procs ?? 1} distinct rings of the driver pids`, pass: perRun.length > 0 && perRun.every((x) => x.ok),
+    };
+  });
+}
+
+/** A run's figures on each device of its ring, in slot order, with that device's own truth. */
+interface RingDeviceFigures {
+  device: string;
+  /** the driver's I/Os to this device */
+  ios: number;
+  exporter: ExporterFigures | undefined;
+  serviceMean: number | undefined;
+}
+
+function ringDevices(s: SessionRuns, r: RunFigures): RingDeviceFigures[] {
+  const majmin = new Map(s.session.info.devices.map((d) => [d.name, d.majmin ?? undefined]));
+  return (r.run.ringDevices ?? []).map(({ device, hpsim }, i) => ({
+    device,
+    ios: r.run.driver.device_ios?.[i] ?? NaN,
+    exporter: exporterFigures({ ...r.run, device }, majmin.get(device)),
+    serviceMean: deviceTruth(hpsim).serviceMean,
+  }));
+}
+
+/** The exporter's CPU per I/O over the ring: each device's measured CPU per I/O weighted by its polled I/Os. */
+function ringCpuPerIo(devs: RingDeviceFigures[], f: (e: ExporterFigures) => number | undefined): number {
+  let cpu = 0;
+  let ios = 0;
+  for (const d of devs) {
+    const n = d.exporter?.polledIos ?? NaN;
+    cpu += (f(d.exporter!) ?? NaN) * n;
+    ios += n;
+  }
+  return ios > 0 ? cpu / ios : NaN;
+}
+
+/** The loop-edge BPF per I/O (see checkSharedRing), as a bracket: the loops' share of the passes' programs, and all of it. */
+function loopEdge(r: RunFigures, devs: RingDeviceFigures[]): { low: number; high: number; loops: number; passes: number } {
+  const all = outsideWindow(r);
+  const loops = devs.reduce((a, d) => a + (d.exporter?.iopollPass?.count ?? NaN), 0);
+  const passes = r.exporter?.programRuns['iopoll_enter'] ?? NaN;
+  const share = passes > 0 ? Math.min(1, loops / passes) : NaN;
+  return { low: all === 0 ? 0 : (all * share) / r.driver.ios, high: all / r.driver.ios, loops, passes };
+}
+
+/** One ring over several devices (Scenario.ring): counts, the shared sleep, CPU and the model per device. */
+export function checkSharedRing(s: SessionRuns, sc: Scenario): CheckResult[] {
+  const id = (k: string) => `R ${k}`;
+  const out: CheckResult[] = [];
+  for (const mode of MODES) {
+    const runs = s.get(sc.id, 'fentry', mode);
+    const count = everyRun(runs, (r) => {
+      const devs = ringDevices(s, r);
+      const errs = devs.map((d) => relErr(d.exporter?.polledIos, d.ios));
+      const worst = errs.reduce((w, e) => (!(Math.abs(e) <= Math.abs(w)) ? e : w), 0);
+      return { err: devs.length ? worst : NaN, text: devs.map((d, i) => `${d.device}: exporter ${num(d.exporter?.polledIos)} vs driver ${num(d.ios)} (${pct(errs[i]!)})`).join(', ') || 'no devices' };
+    }, BOUNDS.count);
+    out.push({ id: id('count'), scenario: sc.id, title: `${modeName(mode)}: polled I/Os per device of the ring, exporter vs driver`, measured: count.measured, bound: `±${BOUNDS.count * 100}%`, pass: count.pass });
+    // The poller's wait phase holds what the exporter measures on every device of the ring, the
+    // syscall residue and the loop-edge BPF (as check 3). A ring over several queues polls them
+    // one pass each (BLK_POLL_ONESHOT), so a loop is many io_do_iopoll passes, and only its first
+    // entry and last exit are outside its window: the edge lies between the loops' share of the
+    // programs' run time (each pass costing the same; a first pass does more) and all of it.
+    const cpu = everyRun(runs, (r) => {
+      const devs = ringDevices(s, r);
+      const exp = ringCpuPerIo(devs, (e) => e.measuredCpuPerIo);
+      const res = r.driver.syscallResidueSeconds / r.driver.ios;
+      const edge = loopEdge(r, devs);
+      const lo = relErr(exp + res + edge.low, r.driver.waitCpuPerIo);
+      const hi = relErr(exp + res + edge.high, r.driver.waitCpuPerIo);
+      // the error of the bracket's nearest end; 0 when the wait phase lies inside it
+      const err = lo > 0 ? lo : hi < 0 ? hi : Number.isFinite(lo + hi) ? 0 : NaN;
+      return { err, text: `exporter over the ring ${us(exp)}/IO (${devs.map((d) => `${d.device} ${us(d.exporter?.measuredCpuPerIo)}`).join(', ')}) + syscall residue ${us(res)}/IO + loop-edge BPF ${us(edge.low)} … ${us(edge.high)}/IO (${num(edge.loops)} loops of ${num(edge.passes)} passes) vs poller wait phase ${us(r.driver.waitCpuPerIo)}/IO (${pct(lo)} … ${pct(hi)})` };
+    }, BOUNDS.cpuDeep);
+    out.push({ id: id('cpu'), scenario: sc.id, title: `${modeName(mode)}: exporter's CPU summed over the ring's devices vs the poller's polling CPU`, measured: cpu.measured, bound: `±${BOUNDS.cpuDeep * 100}%`, pass: cpu.pass });
+  }
+  const hybrid = s.get(sc.id, 'fentry', 'hybrid');
+  // One hybrid_poll_time per ring: every device sleeps the same, whatever its own service time.
+  const shared = everyRun(hybrid, (r) => {
+    const devs = ringDevices(s, r);
+    const req = devs.map((d) => d.exporter?.sleepRequested?.mean);
+    const err = relErr(Math.max(...req.map((x) => x ?? NaN)), Math.min(...req.map((x) => x ?? NaN)));
+    const hpt = r.exporter?.ring?.hybridPollTimeSeconds;
+    return { err, text: `${devs.map((d, i) => `${d.device} (device ${us(d.serviceMean)}): requested mean ${us(req[i])}, ${num(d.exporter?.sleeps)} sleeps`).join('; ')}; slowest vs fastest ${pct(err)} [ring's final hpt/2 ${us(hpt === undefined ? undefined : hpt / 2)}]` };
+  }, BOUNDS.requestedSleep);
+  out.push({ id: id('shared sleep'), scenario: sc.id, title: "hybrid: the ring's one sleep on every device (requested sleep per device)", measured: shared.measured, bound: `±${BOUNDS.requestedSleep * 100}% between devices`, pass: shared.pass });
+  const self = everyRun(hybrid, (r) => {
+    const devs = ringDevices(s, r);
+    const errs = devs.map((d) => d.exporter?.modelSelfError ?? NaN);
+    const worst = errs.reduce((w, e) => (!(Math.abs(e) <= Math.abs(w)) ? e : w), 0);
+    return { err: devs.length ? worst : NaN, text: devs.map((d, i) => `${d.device}: ${pct(errs[i]!)} (measured ${us(d.exporter?.measuredCpuPerIo)}/IO, model ${d.exporter?.depthMethod ?? 'absent'} at ${num(d.exporter?.inFlight, 2)} in flight)`).join(', ') };
+  }, BOUNDS.model);
+  out.push({ id: id('self-check'), scenario: sc.id, title: 'model reproduces each device of the ring on the hybrid run (self-check per device)', measured: self.measured, bound: `±${BOUNDS.model * 100}%`, pass: self.pass });
+  const meanD = everyRun(hybrid, (r) => {
+    const devs = ringDevices(s, r);
+    const errs = devs.map((d) => relErr(d.exporter?.modelMeanDeviceTime, d.serviceMean));
+    const worst = errs.reduce((w, e) => (!(Math.abs(e) <= Math.abs(w)) ? e : w), 0);
+    return { err: devs.length ? worst : NaN, text: devs.map((d, i) => `${d.device}: model E[D] ${us(d.exporter?.modelMeanDeviceTime)} vs device ${us(d.serviceMean)} (${pct(errs[i]!)})`).join(', ') };
+  }, BOUNDS.model);
+  out.push({ id: id('device time'), scenario: sc.id, title: "model's mean device time vs each device's own", measured: meanD.measured, bound: `±${BOUNDS.model * 100}%`, pass: meanD.pass });
+  // The classic prediction over the ring: each device's modelled classic CPU, weighted by the
+  // classic run's I/Os to it, plus that run's residue and loop-edge BPF (as check 5).
+  const pairs = s.pairs(sc.id, ['fentry', 'hybrid'], ['fentry', 'poll']);
+  const predicted = (h: RunFigures, c: RunFigures) => {
+    const hd = ringDevices(s, h);
+    const cd = ringDevices(s, c);
+    const ios = cd.reduce((a, d) => a + d.ios, 0);
+    return cd.reduce((a, d, i) => a + (hd[i]?.exporter?.modelClassicCpuPerIo ?? NaN) * d.ios, 0) / ios + (c.driver.syscallResidueSeconds + outsideWindow(c)) / c.driver.ios;
+  };
+  const pred = paired(pairs, (h, c) => relErr(predicted(h, c), c.driver.waitCpuPerIo), BOUNDS.model);
+  const detail = pairs.map(([h, c]) => `predicted ${us(predicted(h, c))}/IO (${ringDevices(s, h).map((d) => `${d.device} classic ${us(d.exporter?.modelClassicCpuPerIo)}`).join(', ')}, with residue and loop-edge BPF) vs classic run's polling CPU ${us(c.driver.waitCpuPerIo)}/IO`).join('; ');
+  out.push({ id: id('model'), scenario: sc.id, title: 'model (fed hybrid) predicts the ring\'s classic CPU per I/O', measured: `${detail}: ${pred.measured}`, bound: `±${BOUNDS.model * 100}%`, pass: pred.pass });
+  return out;
+}

@@ -1,0 +1,174 @@
+// The rings checks' arithmetic (test/vm/lib/rings.ts) and the merge of processes side by side
+// (test/vm/lib/drivers.ts) on synthetic runs, no VM: each bound passes just inside and fails just
+// outside.
+import { describe, expect, it } from 'vitest';
+import { allChecks, SessionRuns, type CheckResult } from './lib/checks.js';
+import { mergeDrivers } from './lib/drivers.js';
+import { checkRings, checkSharedRing } from './lib/rings.js';
+import type { DriverResult, PollMode, RunRecord, Scenario, Session } from './lib/session.js';
+
+function driver(mode: PollMode, pid: number, ios: number, waitS: number, deviceIos?: number[]): DriverResult {
+  return {
+    mode, flags: 0, qd: 1, bs: 4096, device: '/dev/hpsim7', pid, ios, ...(deviceIos ? { device_ios: deviceIos } : {}), wall_s: 2, iops: ios / 2,
+    lat_us: { mean: 50, p50: 50, p90: 50, p99: 60, p999: 70, max: 80 },
+    cpu: { exec_s: waitS * 1.1, run_delay_s: 0, timeslices: 1, utime_s: 0, stime_s: waitS, util: (waitS * 1.1) / 2, per_io_us: ((waitS * 1.1) / ios) * 1e6, wait_s: waitS, wait_calls: ios, empty_enter_ns: 0 },
+    ctxsw: { voluntary: mode === 'hybrid' ? ios : 0, involuntary: 0 },
+    cpus: { on: [1, 1], task_s: [0, 0] },
+  };
+}
+
+describe('mergeDrivers', () => {
+  it('sums counts, CPU and switches, takes IOPS over the longest run, and keeps each process', () => {
+    const a = driver('hybrid', 11, 4000, 0.1);
+    const b = { ...driver('hybrid', 12, 4000, 0.3), wall_s: 4, lat_us: { mean: 100, p50: 100, p90: 100, p99: 100, p999: 100, max: 100 } };
+    b.cpu.empty_enter_ns = 1000;
+    a.cpu.empty_enter_ns = 3000;
+    const m = mergeDrivers([a, b]);
+    expect(m.ios).toBe(8000);
+    expect(m.iops).toBe(2000);
+    expect(m.cpu.wait_s).toBeCloseTo(0.4, 12);
+    expect(m.cpu.per_io_us).toBeCloseTo((0.44 / 8000) * 1e6, 9);
+    expect(m.cpu.empty_enter_ns).toBe(2000);
+    expect(m.ctxsw.voluntary).toBe(8000);
+    expect(m.lat_us.mean).toBe(75);
+    expect(m.cpus).toBeUndefined();
+    expect(m.procs?.map((p) => p.pid)).toEqual([11, 12]);
+    expect(mergeDrivers([a])).toBe(a);
+    expect(() => mergeDrivers([])).toThrow(/no results/);
+  });
+});
+
+const TWO: Scenario = { id: 'rings2', title: 't', serial: 'hpsim6', profile: 'fixed:50000', qd: 1, bs: 4096, ios: 4000, model: true, procs: 2 };
+const RING: Scenario = {
+  id: 'ring2dev', title: 't', serial: 'hpsim7', profile: 'fixed:20000', qd: 2, bs: 4096, ios: 4000, model: true,
+  ring: [{ serial: 'hpsim7', profile: 'fixed:20000' }, { serial: 'hpsim8', profile: 'fixed:100000' }],
+};
+
+function session(scenarios: Scenario[], runs: RunRecord[]): Session {
+  const dev = (name: string, majmin: string) => ({ name, serial: name, majmin, io_poll: '1', io_poll_delay: '-1', max_sectors_kb: '128', hctx: {} });
+  return {
+    startedAt: '', wallSeconds: 0, accel: 'tcg', accelWhy: '', bootSeconds: 0, scenarios, runs,
+    exporterArgs: { fentry: [], tracepoint: [] },
+    images: { suite: 'trixie', kernel: '', initrd: '', root: '', project: '', kernelRelease: '', loader: true, rootKey: '', projectKey: '' },
+    info: { release: '', cmdline: '', nproc: 2, pollQueuesParam: '2', node: '', loader: true, uptime: 0, devices: [dev('hpsim6', '250:6'), dev('hpsim7', '250:7'), dev('hpsim8', '250:8')] },
+  };
+}
+
+/** ring_info per process, hybrid_poll_time once per ring (as the exporter writes them) */
+const ringLines = (rings: { ring: string; pid: number; hybrid: boolean; hptS?: number }[]) => [
+  ...rings.map((r) => `hybridpoll_ring_info{ring="${r.ring}",pid="${r.pid}",comm="hpdrive",hybrid="${r.hybrid ? 1 : 0}"} 1`),
+  ...[...new Map(rings.filter((r) => r.hptS !== undefined).map((r) => [r.ring, r.hptS])).entries()].map(([ring, hpt]) => `hybridpoll_ring_hybrid_poll_time_seconds{ring="${ring}"} ${hpt}`),
+];
+
+describe('several rings on one device', () => {
+  const run = (mode: PollMode, rings: { ring: string; pid: number; hybrid: boolean; hptS?: number }[]): RunRecord => ({
+    scenario: TWO.id, tracing: 'fentry', mode, rep: 0, device: 'hpsim6', before: '',
+    after: [`hybridpoll_polled_ios_total{device="hpsim6"} 8000`, ...ringLines(rings)].join('\n') + '\n',
+    driver: mergeDrivers([driver(mode, 11, 4000, 0.1), driver(mode, 12, 4000, 0.1)]),
+  });
+  const rows = (runs: RunRecord[]) => checkRings(new SessionRuns(session([TWO], runs)), TWO);
+
+  it('passes with one ring per process in its mode, hybrid ones with their own hybrid_poll_time', () => {
+    const r = rows([
+      run('hybrid', [{ ring: 'a', pid: 11, hybrid: true, hptS: 30e-6 }, { ring: 'b', pid: 12, hybrid: true, hptS: 28e-6 }]),
+      run('poll', [{ ring: 'c', pid: 11, hybrid: false }, { ring: 'd', pid: 12, hybrid: false }]),
+    ]);
+    expect(r.map((x) => x.pass)).toEqual([true, true]);
+    expect(r[1]!.measured).toMatch(/pid 11: ring a hybrid=1 hpt 30\.00 µs, pid 12: ring b/);
+  });
+
+  it("fails a process without a ring, two processes on one ring, a ring in the wrong mode or without its hpt", () => {
+    const poll = run('poll', [{ ring: 'c', pid: 11, hybrid: false }, { ring: 'd', pid: 12, hybrid: false }]);
+    const hyb = (rings: Parameters<typeof run>[1]) => rows([run('hybrid', rings), poll])[1]!;
+    expect(hyb([{ ring: 'a', pid: 11, hybrid: true, hptS: 30e-6 }])).toMatchObject({ pass: false, measured: expect.stringMatching(/pid 12: no ring_info/) });
+    expect(hyb([{ ring: 'a', pid: 11, hybrid: true, hptS: 30e-6 }, { ring: 'a', pid: 12, hybrid: true, hptS: 30e-6 }]).pass).toBe(false);
+    expect(hyb([{ ring: 'a', pid: 11, hybrid: true, hptS: 30e-6 }, { ring: 'b', pid: 12, hybrid: false }]).pass).toBe(false);
+    expect(hyb([{ ring: 'a', pid: 11, hybrid: true, hptS: 30e-6 }, { ring: 'b', pid: 12, hybrid: true }]).pass).toBe(false);
+    expect(rows([poll])[1]).toMatchObject({ pass: false, measured: 'no runs' });
+  });
+
+  it('replace check 4 in allChecks (no A/B runs side by side)', () => {
+    const ids = allChecks(session([TWO], [run('hybrid', []), run('poll', [])])).map((c) => c.id);
+    expect(ids).toContain('R rings');
+    expect(ids.some((id) => id.startsWith('4 '))).toBe(false);
+  });
+});
+
+interface Dev { polled: number; cpuPerIo: number; reqS?: number; self?: number; meanDS?: number; classicPerIo?: number }
+
+describe('one ring over two devices', () => {
+  const stats = (n: number, meanS: number) => ({ before: 'issued=0 service_ns_sum=0', after: `issued=${n} service_ns_sum=${Math.round(n * meanS * 1e9)}` });
+  const run = (mode: PollMode, waitS: number, devs: [Dev, Dev], deviceIos: [number, number] = [4000, 4000]): RunRecord => {
+    const lines = devs.flatMap((d, i) => {
+      const l = `{device="hpsim${7 + i}"}`;
+      return [
+        `hybridpoll_polled_ios_total${l} ${d.polled}`,
+        `hybridpoll_measured_cpu_seconds_per_io${l} ${d.cpuPerIo}`,
+        ...(d.reqS !== undefined ? [`hybridpoll_poll_sleep_requested_seconds_sum${l} ${d.reqS * d.polled}`, `hybridpoll_poll_sleep_requested_seconds_count${l} ${d.polled}`, `hybridpoll_poll_sleeps_total${l} ${d.polled}`] : []),
+        ...(d.self !== undefined ? [`hybridpoll_model_cpu_error_ratio${l} ${d.self}`] : []),
+        ...(d.meanDS !== undefined ? [`hybridpoll_model_device_time_mean_seconds${l} ${d.meanDS}`] : []),
+        ...(d.classicPerIo !== undefined ? [`hybridpoll_policy_cpu_seconds_per_io{device="hpsim${7 + i}",policy="classic"} ${d.classicPerIo}`] : []),
+      ];
+    });
+    return {
+      scenario: RING.id, tracing: 'fentry', mode, rep: 0, device: 'hpsim7', before: '', after: lines.join('\n') + '\n',
+      driver: driver(mode, 11, deviceIos[0] + deviceIos[1], waitS, deviceIos),
+      ringDevices: [{ device: 'hpsim7', hpsim: stats(deviceIos[0], 20e-6) }, { device: 'hpsim8', hpsim: stats(deviceIos[1], 100e-6) }],
+    };
+  };
+  // hybrid: 8000 I/Os, 0.2 s of polling = 25 µs/IO; the devices' figures average to it
+  const hybridDevs: [Dev, Dev] = [
+    { polled: 4000, cpuPerIo: 10e-6, reqS: 8e-6, self: 0.02, meanDS: 20.5e-6, classicPerIo: 21e-6 },
+    { polled: 4000, cpuPerIo: 40e-6, reqS: 8.5e-6, self: -0.03, meanDS: 99e-6, classicPerIo: 99e-6 },
+  ];
+  const classicDevs: [Dev, Dev] = [{ polled: 4000, cpuPerIo: 20e-6 }, { polled: 4000, cpuPerIo: 100e-6 }];
+  const rows = (runs: RunRecord[]) => checkSharedRing(new SessionRuns(session([RING], runs)), RING);
+  const get = (cs: CheckResult[], id: string, mode?: string) => cs.find((c) => c.id === id && (!mode || c.title.startsWith(mode)))!;
+
+  it('passes when each device is counted, the sleep is shared, and CPU and model add up over the ring', () => {
+    const r = rows([run('hybrid', 0.2, hybridDevs), run('poll', 0.48, classicDevs)]);
+    expect(r.filter((c) => !c.pass).map((c) => `${c.id} ${c.title}: ${c.measured}`)).toEqual([]);
+    expect(r.map((c) => c.id)).toEqual(['R count', 'R cpu', 'R count', 'R cpu', 'R shared sleep', 'R self-check', 'R device time', 'R model']);
+    expect(get(r, 'R model').measured).toMatch(/predicted 60\.00 µs\/IO/);
+  });
+
+  it('fails a device counted 0.6 % short, CPU 11 % off over the ring, sleeps 16 % apart, a device\'s self-check or E[D] 11 % off, a prediction 11 % off (12 % more measured CPU)', () => {
+    const h: [Dev, Dev] = [{ ...hybridDevs[0], polled: 3976 }, { ...hybridDevs[1] }];
+    expect(get(rows([run('hybrid', 0.2, h), run('poll', 0.48, classicDevs)]), 'R count', 'hybrid').pass).toBe(false);
+    expect(get(rows([run('hybrid', 0.2 / 1.11, hybridDevs), run('poll', 0.48, classicDevs)]), 'R cpu', 'hybrid').pass).toBe(false);
+    expect(get(rows([run('hybrid', 0.2 / 1.09, hybridDevs), run('poll', 0.48, classicDevs)]), 'R cpu', 'hybrid').pass).toBe(true);
+    expect(get(rows([run('hybrid', 0.2, [hybridDevs[0], { ...hybridDevs[1], reqS: 8e-6 * 1.16 }]), run('poll', 0.48, classicDevs)]), 'R shared sleep').pass).toBe(false);
+    expect(get(rows([run('hybrid', 0.2, [hybridDevs[0], { ...hybridDevs[1], reqS: 8e-6 * 1.14 }]), run('poll', 0.48, classicDevs)]), 'R shared sleep').pass).toBe(true);
+    expect(get(rows([run('hybrid', 0.2, [hybridDevs[0], { ...hybridDevs[1], self: 0.11 }]), run('poll', 0.48, classicDevs)]), 'R self-check').pass).toBe(false);
+    expect(get(rows([run('hybrid', 0.2, [hybridDevs[0], { ...hybridDevs[1], meanDS: 111e-6 }]), run('poll', 0.48, classicDevs)]), 'R device time').pass).toBe(false);
+    expect(get(rows([run('hybrid', 0.2, hybridDevs), run('poll', 0.48 * 1.12, classicDevs)]), 'R model').pass).toBe(false);
+    expect(get(rows([run('hybrid', 0.2, hybridDevs), run('poll', 0.48 * 1.09, classicDevs)]), 'R model').pass).toBe(true);
+  });
+
+  it('brackets the loop-edge BPF between the loops\' share of the passes and all of it', () => {
+    // 0.8 ms of iopoll programs over 4000 passes, 1000 loops: the edge is 0.2 … 0.8 ms
+    const edged = (waitS: number): RunRecord => {
+      const r = run('poll', waitS, classicDevs);
+      const loops = (dev: string, n: number) => [`hybridpoll_iopoll_pass_seconds_sum{device="${dev}"} 0.01`, `hybridpoll_iopoll_pass_seconds_count{device="${dev}"} ${n}`];
+      const progs = [`hybridpoll_bpf_program_run_seconds_total{program="iopoll_enter"} 0.0008`, `hybridpoll_bpf_program_runs_total{program="iopoll_enter"} 4000`];
+      return { ...r, after: r.after + [...loops('hpsim7', 600), ...loops('hpsim8', 400), ...progs].join('\n') + '\n' };
+    };
+    const cpu = (waitS: number) => get(rows([run('hybrid', 0.2, hybridDevs), edged(waitS)]), 'R cpu', 'classic');
+    // the exporter's 0.48 s plus 0.2 … 0.8 ms: inside the bracket reads 0
+    expect(cpu(0.4805)).toMatchObject({ pass: true, measured: expect.stringMatching(/1000 loops of 4000 passes.*\(-0\.1% … \+0\.1%\)/) });
+    expect(cpu(0.4802 / 1.099).pass).toBe(true);
+    expect(cpu(0.4802 / 1.101).pass).toBe(false);
+    expect(cpu(0.4808 / 0.899).pass).toBe(false);
+  });
+
+  it('weights the prediction by the classic run\'s I/Os per device', () => {
+    // 6000 I/Os to the fast device, 2000 to the slow: (6000 × 21 + 2000 × 99) / 8000 = 40.5 µs
+    const c = run('poll', 8000 * 40.5e-6, [{ polled: 6000, cpuPerIo: 20e-6 }, { polled: 2000, cpuPerIo: 100e-6 }], [6000, 2000]);
+    const r = rows([run('hybrid', 0.2, hybridDevs), c]);
+    expect(get(r, 'R model')).toMatchObject({ pass: true, measured: expect.stringMatching(/predicted 40\.50 µs\/IO/) });
+  });
+
+  it('fails every row without runs', () => {
+    expect(rows([]).every((c) => !c.pass)).toBe(true);
+  });
+});
