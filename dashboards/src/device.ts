@@ -15,6 +15,8 @@ export function deviceDashboard(c: BundleConfig): Dashboard {
   const s = new Selectors(c);
   const r = recordNames(c);
   const D = s.device();
+  const N = s.node();
+  const ringKey = [c.clusterLabel, 'job', c.nodeLabel, 'ring'].join(', ');
   const rate = (m: string) => `rate(${m}${D}[$__rate_interval])`;
   const perIo = (m: string) => `${rate(`${m}_sum`)} / ${rate('hybridpoll_polled_ios_total')}`;
 
@@ -147,6 +149,35 @@ export function deviceDashboard(c: BundleConfig): Dashboard {
       'none', `hybridpoll_device_hybrid_configured_ineffective${D}`).mappings(valueText({ 0: 'no', 1: 'yes' })))
     .withPanel(small('Model window', 'Time span the efficiency model\'s histogram deltas cover (up to --model.window; shorter right after start).',
       's', `hybridpoll_model_window_seconds${s.node()}`))
+
+    // A ring is one poller over any of the node's devices: its figures are whole where the
+    // per-device ones split a multi-device ring's loops (docs/metrics.md, ring_poll_cpu_seconds_total).
+    .withRow(new RowBuilder('io_uring rings of this node'))
+    .withPanel(setup(new timeseries.PanelBuilder(), {
+      title: 'Poller CPU per ring',
+      description: 'CPU each io_uring ring\'s poller spends in its poll loops, in cores, over every device the ring polls (6.13+, fentry path). ring="other": the rings past --bpf.max-rings, together.',
+      unit: CORES,
+      width: 8,
+      queries: [{ expr: `rate(hybridpoll_ring_poll_cpu_seconds_total${N}[$__rate_interval])`, legend: '{{ring}}' }],
+    }).legend(legendTable()).min(0))
+    .withPanel(setup(new timeseries.PanelBuilder(), {
+      title: 'Polling CPU per I/O per ring',
+      description: 'A ring\'s poller CPU per polled I/O it reaped: what a classic-polling ring spends per I/O is its device time; a hybrid ring spends less by the CPU its sleeps save.',
+      unit: 's',
+      width: 8,
+      queries: [{ expr: `rate(hybridpoll_ring_poll_cpu_seconds_total${N}[$__rate_interval]) / rate(hybridpoll_ring_polled_ios_total${N}[$__rate_interval])`, legend: '{{ring}}' }],
+    }).legend(legendTable()).min(0))
+    .withPanel(setup(new table.PanelBuilder(), {
+      title: 'Rings',
+      description: 'The io_uring rings polling on this node: process, whether the ring is hybrid, and the sleep the kernel gives its requests (half the ring\'s hybrid_poll_time, its running minimum over every device the ring polls).',
+      unit: 's',
+      width: 8,
+      queries: [{
+        expr: `hybridpoll_ring_hybrid_poll_time_seconds${N} / 2 * on (${ringKey}) group_left (pid, comm, hybrid) hybridpoll_ring_info${N}`,
+        instant: true,
+        format: 'table',
+      }],
+    }).transformations(tableTransforms({ Value: 'Sleep (hpt/2)' }, ['ring', 'comm', 'pid', 'hybrid'])))
 
     .withRow(new RowBuilder('Model inputs'))
     .withPanel(setup(new table.PanelBuilder(), {

@@ -5,7 +5,8 @@
 // the collector forget() for devices that are gone (else their series would stay forever).
 import { NB } from '../model/buckets.js';
 import { addBuckets } from '../model/hist.js';
-import type { BpfProgramStatus, BpfRing, BpfSnapshot, BucketHist, HistKind } from './types.js';
+import { DEFAULT_MAX_RINGS, OTHER_RING, RingLabels } from './ringLabels.js';
+import { RING_LOOP_FIELDS, type BpfProgramStatus, type BpfRing, type BpfSnapshot, type BucketHist, type HistKind, type RingLoops } from './types.js';
 
 interface Total {
   base: number;
@@ -28,11 +29,17 @@ interface HistTotal {
  */
 export class RestartAccumulator {
   private run = 0;
+  private readonly labels: RingLabels;
   private readonly groups = new Map<string, Map<string, Total>>();
   /** dev → kind → totals */
   private readonly hists = new Map<string, Map<HistKind, HistTotal>>();
   /** ring id → the run in which it was last reported */
   private readonly ringSeen = new Map<string, number>();
+
+  /** maxRings: --bpf.max-rings, the rings with a label of their own (the rest under ring="other") */
+  constructor(maxRings = DEFAULT_MAX_RINGS) {
+    this.labels = new RingLabels(maxRings);
+  }
 
   /** A new loader process: its counts start from zero. */
   newRun(): void {
@@ -87,7 +94,7 @@ export class RestartAccumulator {
       ...raw,
       programs,
       devices,
-      rings: this.rings(raw.rings),
+      ...ringsOf(this.rings(raw.rings)),
       counters,
       deviceCounters,
     };
@@ -127,23 +134,33 @@ export class RestartAccumulator {
     t.last = h;
   }
 
-  /** Rings of the current run; a ring reported earlier in this run and now absent has exited. */
-  private rings(cur: BpfRing[]): BpfRing[] {
+  /**
+   * Rings of the current run, under their labels (ringLabels.ts); a ring reported earlier in this
+   * run and now absent has exited.
+   */
+  private rings(cur: BpfRing[]): { rings: BpfRing[]; others: number } {
     const out = cur.map((r) => {
       this.ringSeen.set(r.ring, this.run);
-      return { ...r, sleeps: this.see(`r:${r.ring}`, 'sleeps', r.sleeps), iopollPasses: this.see(`r:${r.ring}`, 'passes', r.iopollPasses) };
+      const g = `r:${r.ring}`;
+      const loops = r.loops ? (Object.fromEntries(RING_LOOP_FIELDS.map((k) => [k, this.see(g, k, r.loops![k])])) as unknown as RingLoops) : undefined;
+      return { ...r, sleeps: this.see(g, 'sleeps', r.sleeps), iopollPasses: this.see(g, 'passes', r.iopollPasses), ...(loops ? { loops } : {}) };
     });
     const present = new Set(cur.map((r) => r.ring));
+    const exited: string[] = [];
     for (const [ring, seen] of this.ringSeen) {
       // gone within this run (process exited), or not back for a whole run after a restart
       if (!present.has(ring) && (seen === this.run || seen < this.run - 1)) {
         this.ringSeen.delete(ring);
         this.groups.delete(`r:${ring}`);
+        exited.push(ring);
       }
     }
-    return out;
+    return this.labels.apply(out, exited);
   }
 }
+
+const ringsOf = (r: { rings: BpfRing[]; others: number }): Pick<BpfSnapshot, 'rings' | 'ringsOther'> =>
+  ({ rings: r.rings, ...(r.rings.some((x) => x.ring === OTHER_RING) ? { ringsOther: r.others } : {}) });
 
 function fold(t: HistTotal): void {
   if (!t.last) return;

@@ -40,6 +40,8 @@ export interface BpfCollectorOptions {
   sample?: number | 'auto';
   /** --bpf.cpu-budget as a fraction of one CPU (0.005 = 0.5 %) */
   cpuBudget?: number;
+  /** --bpf.max-rings: rings with a label of their own, the rest under ring="other" (default DEFAULT_MAX_RINGS) */
+  maxRings?: number;
 }
 
 export const DEFAULT_CPU_BUDGET = 0.005;
@@ -84,14 +86,16 @@ interface Blocked {
 }
 
 export class BpfCollector implements BpfSource {
-  private readonly acc = new RestartAccumulator();
+  private readonly acc: RestartAccumulator;
   private client?: LoaderClient;
   private blocked?: Blocked & { state: 'disabled' | 'failed' };
   /** "major:minor" → block device name from sysfs (undefined: not there) */
   private readonly names = new Map<string, string | undefined>();
   private cpu?: CpuMeter;
 
-  private constructor(private readonly o: BpfCollectorOptions) {}
+  private constructor(private readonly o: BpfCollectorOptions) {
+    this.acc = new RestartAccumulator(o.maxRings);
+  }
 
   /** Checks whether the loader can run and starts it; never throws. */
   static async create(o: BpfCollectorOptions): Promise<BpfCollector> {

@@ -196,6 +196,13 @@ struct task_st {
 	u64 r_hpt;        /* its hybrid_poll_time after the last of them */
 	u32 r_passes;
 	u32 r_sleeps;
+	/* the same for ring_st's loop figures (pend_loop, pend_sleep, hp_iopoll_out) */
+	u32 r_reaped;
+	u32 r_loops;
+	u64 r_loop_ns;
+	u64 r_spin_ns;
+	u64 r_off_ns;
+	u64 r_wlat_ns;
 };
 
 #define PEND_LOOP  1  /* a loop ended */
@@ -618,6 +625,12 @@ static __always_inline void pend_sleep(struct task_st *st, u32 dev, struct dev_h
 	struct hist *h = flush_sleep(st, f, sd, st->p_origin, st->p_sleep);
 	u64 hpt = st->p_hpt;
 
+	/* the ring's (its loop's, see ring_flush) */
+	if (st->t_off && st->t_on > st->t_off) {
+		st->r_off_ns += st->t_on - st->t_off;
+		if (st->t_wake && st->t_on > st->t_wake)
+			st->r_wlat_ns += st->t_on - st->t_wake;
+	}
 	/* the sleep the kernel computed: hybrid_poll_time / 2 */
 	if (h && hpt && hpt < 0x7fffffffffffffffULL) {
 		__sync_fetch_and_add(&h->aux0, hpt / 2);
@@ -643,6 +656,9 @@ static __always_inline void pend_loop(struct task_st *st, u32 dev, struct dev_hi
 	struct dev_hists *f = ld == dev && fd ? fd : fdev_get(ld);
 	struct hist *h;
 
+	st->r_loops++;
+	st->r_loop_ns += st->p_loop;
+	st->r_spin_ns += st->p_spin;
 	fhist_add(f, ld, HK_IOPOLL, st->p_loop);
 	h = fhist_add(f, ld, HK_SPIN, st->p_spin);
 	if (h && (st->pend & PEND_WOKE)) {
@@ -731,19 +747,25 @@ static __always_inline void pend_record(struct task_st *st, u32 dev, struct dev_
 		pend_found(st, dev, fd, cal, dc);
 }
 
+/* a new ring's entry before its fields are set: from .bss, not the stack (the loop-start program
+ * that inlines ring_get is near the 512-byte stack limit) */
+static struct ring_st ring_zero;
+
 /* The ring's entry; created (with its process, setup flags and comm) when rctx is given. */
 static __always_inline struct ring_st *ring_get(u64 key, struct io_ring_ctx *rctx)
 {
 	struct ring_st *r = bpf_map_lookup_elem(&rings, &key);
-	struct ring_st z = {};
 
 	if (r || !rctx)
 		return r;
-	z.tgid = bpf_get_current_pid_tgid() >> 32;
-	z.flags = rctx->flags; /* fixed at io_uring_setup */
-	bpf_get_current_comm(z.comm, sizeof(z.comm));
-	bpf_map_update_elem(&rings, &key, &z, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&rings, &key);
+	bpf_map_update_elem(&rings, &key, &ring_zero, BPF_NOEXIST);
+	r = bpf_map_lookup_elem(&rings, &key);
+	if (r && !r->tgid) {
+		r->tgid = bpf_get_current_pid_tgid() >> 32;
+		r->flags = rctx->flags; /* fixed at io_uring_setup */
+		bpf_get_current_comm(r->comm, sizeof(r->comm));
+	}
+	return r;
 }
 
 /* the task's passes and sleeps not yet in its ring's entry */
@@ -753,8 +775,15 @@ static __always_inline void ring_flush(struct task_st *st, struct ring_st *r)
 		r->passes += st->r_passes;
 		r->sleeps += st->r_sleeps;
 		r->hpt = st->r_hpt;
+		r->reaped += st->r_reaped;
+		r->loops += st->r_loops;
+		r->loop_ns += st->r_loop_ns;
+		r->spin_ns += st->r_spin_ns;
+		r->off_ns += st->r_off_ns;
+		r->wlat_ns += st->r_wlat_ns;
 	}
-	st->r_passes = st->r_sleeps = 0;
+	st->r_passes = st->r_sleeps = st->r_reaped = st->r_loops = 0;
+	st->r_loop_ns = st->r_spin_ns = st->r_off_ns = st->r_wlat_ns = 0;
 }
 
 /* a pass on ring key: the task's passes not yet in `rings` belong to r_key, so another ring's go
@@ -1236,8 +1265,10 @@ int BPF_PROG(hp_iopoll_out, struct io_ring_ctx *rctx, bool force_nonspin, int re
 		return 0;
 	st->in_pass = 0;
 	/* the pass reaped ret of the ring's requests, issued in this task (inline submission) */
-	if (ret > 0)
+	if (ret > 0) {
 		st->inflight = st->inflight > (u32)ret ? st->inflight - (u32)ret : 0;
+		st->r_reaped += (u32)ret;
+	}
 	if (ret != 0 && st->t_loop) {
 		/* The loop ends: its wall time, and its on-CPU time after the last wake-up as spin (all of
 		 * it when nothing slept). The on-CPU time before the sleep is what the model's c_sw is

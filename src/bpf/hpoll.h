@@ -126,6 +126,13 @@ struct ring_st {
 	__u64 passes;           /* io_do_iopoll passes */
 	__u64 sleeps;           /* hybrid sleeps */
 	__u64 hpt;              /* ctx->hybrid_poll_time after the last pass (LLONG_MAX: no estimate) */
+	/* the ring's poll loops, whichever devices they polled: what the poller spent on this ring */
+	__u64 reaped;           /* completions its passes reaped */
+	__u64 loops;            /* poll loops ended */
+	__u64 loop_ns;          /* their wall time, first pass entry -> finding pass exit */
+	__u64 spin_ns;          /* their on-CPU time after the last wake-up */
+	__u64 off_ns;           /* off-CPU time of their sleeps */
+	__u64 wlat_ns;          /* wake-up -> switch-in of those sleeps (charged to the poller on 6.13+) */
 	__u32 tgid;
 	__u32 flags;            /* ctx->flags (io_uring setup flags) */
 	char comm[16];

@@ -730,7 +730,8 @@ static void dump_rings(struct hpoll *skel)
 		char comm[17];
 
 		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &r))
+		/* tgid 0: created this instant, its fields not yet set (ring_get) */
+		if (bpf_map_lookup_elem(fd, &key, &r) || !r.tgid)
 			continue;
 		if (!pid_alive(r.tgid)) {
 			if (ndead < 64)
@@ -747,8 +748,11 @@ static void dump_rings(struct hpoll *skel)
 			printf("null");
 		else
 			printf("%llu", (unsigned long long)r.hpt);
-		printf(",\"sleeps\":%llu,\"passes\":%llu}", (unsigned long long)r.sleeps,
-		       (unsigned long long)r.passes);
+		printf(",\"sleeps\":%llu,\"passes\":%llu,\"reaped\":%llu,\"loops\":%llu,\"loop_ns\":%llu,"
+		       "\"spin_ns\":%llu,\"off_ns\":%llu,\"wlat_ns\":%llu}", (unsigned long long)r.sleeps,
+		       (unsigned long long)r.passes, (unsigned long long)r.reaped, (unsigned long long)r.loops,
+		       (unsigned long long)r.loop_ns, (unsigned long long)r.spin_ns, (unsigned long long)r.off_ns,
+		       (unsigned long long)r.wlat_ns);
 		first = false;
 	}
 	printf("]");

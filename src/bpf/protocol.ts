@@ -88,7 +88,12 @@ export interface LoaderRing {
   hpt: number | null;
   sleeps: number;
   passes: number;
+  /** the ring's poll loops (newer than protocol 2's first loaders: all six or none) */
+  loops?: Record<(typeof RING_LOOP_COUNTERS)[number], number>;
 }
+
+/** The loader's per-ring loop counters (src/bpf/hpoll.h ring_st). */
+export const RING_LOOP_COUNTERS = ['reaped', 'loops', 'loop_ns', 'spin_ns', 'off_ns', 'wlat_ns'] as const;
 
 export interface LoaderProgStats {
   runNs: number;
@@ -310,6 +315,8 @@ function parseRing(v: unknown, path: string): LoaderRing {
     hpt: o['hpt'] === null ? null : count(o['hpt'], `${path}.hpt`),
     sleeps: count(o['sleeps'], `${path}.sleeps`),
     passes: count(o['passes'], `${path}.passes`),
+    // optional, but checked when present
+    ...(o['loops'] !== undefined ? { loops: Object.fromEntries(RING_LOOP_COUNTERS.map((k) => [k, count(o[k], `${path}.${k}`)])) as NonNullable<LoaderRing['loops']> } : {}),
   };
 }
 
@@ -446,6 +453,7 @@ export function toBpfSnapshot(hello: LoaderHello, snap: LoaderSnap): BpfSnapshot
       hybridPollTimeNs: r.hpt,
       sleeps: r.sleeps,
       iopollPasses: r.passes,
+      ...(r.loops ? { loops: { polledIos: r.loops.reaped, count: r.loops.loops, wallNs: r.loops.loop_ns, spinNs: r.loops.spin_ns, offcpuNs: r.loops.off_ns, wakeLatencyNs: r.loops.wlat_ns } } : {}),
     })),
     counters,
     deviceCounters,

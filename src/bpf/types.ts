@@ -54,7 +54,31 @@ export interface BpfRing {
   hybridPollTimeNs: number | null;
   sleeps: number;
   iopollPasses: number;
+  /** the ring's poll loops over every device it polls (absent from older loaders and recordings) */
+  loops?: RingLoops;
 }
+
+/**
+ * What the poller spent in one ring's poll loops (fentry path), counters: the ring's on-CPU time
+ * is wall − off-CPU (+ the wake latency on io_uring hybrid kernels, which charge it; see
+ * src/model/analyse.ts switchCost).
+ */
+export interface RingLoops {
+  /** completions the ring's passes reaped */
+  polledIos: number;
+  /** poll loops ended */
+  count: number;
+  /** their wall time, first pass entry → the exit of the pass that found completions */
+  wallNs: number;
+  /** their on-CPU time after the last wake-up */
+  spinNs: number;
+  /** off-CPU time of their sleeps */
+  offcpuNs: number;
+  /** wake-up → switch-in of those sleeps */
+  wakeLatencyNs: number;
+}
+
+export const RING_LOOP_FIELDS = ['polledIos', 'count', 'wallNs', 'spinNs', 'offcpuNs', 'wakeLatencyNs'] as const satisfies readonly (keyof RingLoops)[];
 
 export type PollPath = 'fentry' | 'tracepoint' | 'none';
 
@@ -88,6 +112,8 @@ export interface BpfSnapshot {
   programs: Record<string, BpfProgramStatus>;
   devices: BpfDeviceSeries[];
   rings: BpfRing[];
+  /** live rings counted under ring="other" (past --bpf.max-rings); absent while there is no such aggregate */
+  ringsOther?: number;
   /**
    * Cumulative counters, kept monotonic across loader restarts by the Node side:
    * ios (completions, exact whatever the sampling), polled_ios, overslept, spun, sleeps, sleep_ns, spin_ns (totals over devices), start_map_full,

@@ -1,5 +1,6 @@
 // Options shared by the commands that read the host (serve, report, record).
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { DEFAULT_MAX_RINGS } from '../bpf/ringLabels.js';
 import { LOG_LEVELS, type LogLevel } from '../log.js';
 import { DEFAULT_FULL_HISTOGRAMS, parseHistogramList } from '../metrics/bpf.js';
 import type { CollectorName } from '../snapshot/types.js';
@@ -12,7 +13,7 @@ export interface HostOptions {
   deviceInclude?: RegExp;
   deviceExclude?: RegExp;
   logLevel: LogLevel;
-  bpf: { enable: 'auto' | 'on' | 'off'; loader?: string; timeoutMs: number; bucketsKeepEvery: number; fullHistograms: string[]; forceTracepoint: boolean; sample: number | 'auto'; cpuBudget: number };
+  bpf: { enable: 'auto' | 'on' | 'off'; loader?: string; timeoutMs: number; bucketsKeepEvery: number; fullHistograms: string[]; forceTracepoint: boolean; sample: number | 'auto'; cpuBudget: number; maxRings: number };
   model: { windowSeconds: number; latencyBudget: number };
 }
 
@@ -41,6 +42,12 @@ export function positiveNumber(v: string): number {
 export function positiveInt(v: string): number {
   const n = positiveNumber(v);
   if (!Number.isInteger(n)) throw new InvalidArgumentError('must be a positive integer');
+  return n;
+}
+
+export function nonNegativeInt(v: string): number {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isInteger(n) || n < 0) throw new InvalidArgumentError('must be a non-negative integer');
   return n;
 }
 
@@ -142,7 +149,8 @@ export function addHostOptions(cmd: Command): Command {
     .addOption(parsed('--bpf.sample <N|auto>',
       'time 1 in N block completions (I/O, byte, sleep and classification counts stay exact; io_latency is scaled back); auto picks N per collection to keep the programs under --bpf.cpu-budget',
       sampleArg, '1'))
-    .addOption(parsed('--bpf.cpu-budget <percent>', 'CPU the BPF programs may use, in % of one CPU: --bpf.sample=auto stays under it, the HybridPollBPFCPUOverBudget alert fires above it', budgetArg, '0.5%'));
+    .addOption(parsed('--bpf.cpu-budget <percent>', 'CPU the BPF programs may use, in % of one CPU: --bpf.sample=auto stays under it, the HybridPollBPFCPUOverBudget alert fires above it', budgetArg, '0.5%'))
+    .addOption(parsed('--bpf.max-rings <N>', 'io_uring rings with a ring label of their own (the first seen, while they live); the others are counted together under ring="other"', nonNegativeInt, String(DEFAULT_MAX_RINGS)));
   return addLogOption(addModelOptions(addBpfExpositionOptions(cmd)));
 }
 
@@ -197,6 +205,7 @@ export function hostOptionsOf(raw: Raw, cmd: Command): HostOptions {
       forceTracepoint: raw['bpf.forceTracepoint'] === true,
       sample: raw['bpf.sample'] as number | 'auto',
       cpuBudget: raw['bpf.cpuBudget'] as number,
+      maxRings: raw['bpf.maxRings'] as number,
     },
     model: { windowSeconds: raw['model.window'] as number, latencyBudget: raw['model.latencyBudget'] as number },
   };

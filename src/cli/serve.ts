@@ -32,6 +32,7 @@ export async function bpfSourceOf(o: HostOptions, log: Logger, onRunning?: () =>
     forceTracepoint: o.bpf.forceTracepoint,
     sample: o.bpf.sample,
     cpuBudget: o.bpf.cpuBudget,
+    maxRings: o.bpf.maxRings,
     paths: { sysfs: o.paths.sysfs },
     filter: { ...(o.deviceInclude ? { include: o.deviceInclude } : {}), ...(o.deviceExclude ? { exclude: o.deviceExclude } : {}) },
     log,

@@ -1,6 +1,7 @@
 // eBPF per-I/O timings (docs/metrics.md "eBPF per-I/O timings"): histograms on the log-linear grid
 // converted to Prometheus histograms, per-device counters, rings, and the collector's self-metrics.
-import type { BpfSnapshot, BucketHist, HistKind } from '../bpf/types.js';
+import { OTHER_RING } from '../bpf/ringLabels.js';
+import type { BpfRing, BpfSnapshot, BucketHist, HistKind, RingLoops } from '../bpf/types.js';
 import { OVERFLOW, upperNs } from '../model/buckets.js';
 import type { Snapshot } from '../snapshot/types.js';
 import { family, PREFIX, type Labels, type MetricFamily, type Sample } from './family.js';
@@ -234,11 +235,35 @@ function timingFamilies(bpf: BpfSnapshot, names: Map<string, string>, o: BpfExpo
       ]),
       (x) => (x.value !== undefined ? { labels: x.labels, value: x.value } : undefined)),
     family('ring_info', 'gauge', 'An io_uring ring seen polling (6.13+, fentry path). Always 1.',
-      bpf.rings, (r) => ({ labels: { ring: r.ring, pid: String(r.pid), comm: r.comm, hybrid: r.hybrid ? '1' : '0' }, value: 1 })),
+      bpf.rings, (r) => (r.ring === OTHER_RING ? undefined : { labels: { ring: r.ring, pid: String(r.pid), comm: r.comm, hybrid: r.hybrid ? '1' : '0' }, value: 1 })),
+    family('ring_other_rings', 'gauge', 'Live io_uring rings counted together under ring="other" (past --bpf.max-rings).',
+      bpf.ringsOther === undefined ? [] : [bpf.ringsOther], (n) => ({ labels: {}, value: n })),
     family('ring_hybrid_poll_time_seconds', 'gauge', "The ring's ctx->hybrid_poll_time (running minimum); the kernel sleeps half of it.",
       bpf.rings, (r) => (r.hybridPollTimeNs === null ? undefined : { labels: { ring: r.ring }, value: r.hybridPollTimeNs / 1e9 })),
+    ...ringFamilies(bpf.rings),
   );
   return out;
+}
+
+/**
+ * What the poller spent on each ring, over every device the ring polls (fentry path): a ring over
+ * several devices is one poller, whose loops the per-device series split by the device of a
+ * pass's last poll and of each sleep's request.
+ */
+function ringFamilies(rings: readonly BpfRing[]): MetricFamily[] {
+  const withLoops = rings.filter((r): r is BpfRing & { loops: RingLoops } => r.loops !== undefined);
+  const counter = (name: string, help: string, value: (l: RingLoops) => number) =>
+    family(name, 'counter', help, withLoops, (r) => ({ labels: { ring: r.ring }, value: value(r.loops) }));
+  return [
+    family('ring_poll_sleeps_total', 'counter', "Hybrid-poll sleeps of the ring's requests.", rings, (r) => ({ labels: { ring: r.ring }, value: r.sleeps })),
+    counter('ring_polled_ios_total', "Completions the ring's poll passes reaped.", (l) => l.polledIos),
+    counter('ring_poll_loops_total', "The ring's poll loops: from a waiting call's first io_do_iopoll pass to the pass that found completions.", (l) => l.count),
+    // on io_uring hybrid kernels (the only ones with rings) the scheduler charges the wake latency
+    // to the woken poller (src/model/analyse.ts switchCost): on-CPU is wall − off-CPU + it
+    counter('ring_poll_cpu_seconds_total', "The poller's CPU in the ring's poll loops: their wall time less their sleeps' off-CPU time, the wake-up latency counted as on-CPU (the 6.13+ scheduler charges it).",
+      (l) => Math.max(0, l.wallNs - l.offcpuNs + Math.min(l.offcpuNs, l.wakeLatencyNs)) / 1e9),
+    counter('ring_poll_spin_seconds_total', "The ring's poll loops' on-CPU time after their last wake-up (all of it for a loop that did not sleep).", (l) => l.spinNs / 1e9),
+  ];
 }
 
 const DROPS: [string, string][] = [

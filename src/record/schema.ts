@@ -1,6 +1,6 @@
 // Validation of one recorded frame (SnapshotInputs) and of the header. Deep, so that a damaged or
 // hand-edited recording is refused with the path of the bad field instead of breaking a scrape.
-import { BPF_CAUSES, HIST_KINDS, type BpfCause, type BpfDeviceSeries, type BpfProgramStatus, type BpfRing, type BpfSnapshot, type BpfStatus, type BucketHist } from '../bpf/types.js';
+import { BPF_CAUSES, HIST_KINDS, type BpfCause, type BpfDeviceSeries, type BpfProgramStatus, type BpfRing, type BpfSnapshot, type BpfStatus, type BucketHist, type RingLoops } from '../bpf/types.js';
 import { NB } from '../model/buckets.js';
 import { flatBuckets } from '../model/hist.js';
 import { COLLECTORS, type CollectorResult, type SnapshotInputs } from '../snapshot/types.js';
@@ -103,6 +103,7 @@ const ring = object<BpfRing>({
   hybridPollTimeNs: nullable(count),
   sleeps: count,
   iopollPasses: count,
+  loops: optional(object<RingLoops>({ polledIos: count, count, wallNs: count, spinNs: count, offcpuNs: count, wakeLatencyNs: count })),
 });
 
 const program = object<BpfProgramStatus>({
@@ -121,6 +122,7 @@ const bpf = object<BpfSnapshot>({
   programs: record(program),
   devices: array(deviceSeries),
   rings: array(ring),
+  ringsOther: optional(count),
   counters: record(count),
   deviceCounters: record(record(count)),
 });

@@ -20,7 +20,7 @@
 // varies over time), so IOPS = active time / mean(issue → reaped + think).
 // To keep generation fast each step simulates `simPerStep` I/Os and weights them to the step's
 // I/O count; counts stay integers and add up exactly.
-import type { BpfProgramStatus, BpfSnapshot, BucketHist, HistKind } from '../bpf/types.js';
+import type { BpfProgramStatus, BpfSnapshot, BucketHist, HistKind, RingLoops } from '../bpf/types.js';
 import { POLLER_COUNTERS } from '../bpf/protocol.js';
 import { bucketOf } from '../model/buckets.js';
 import { flatBuckets } from '../model/hist.js';
@@ -184,6 +184,8 @@ interface DeviceState {
   counters: Record<string, number>;
   ringSleeps: number;
   iopollPasses: number;
+  /** the ring's poll loops (one ring per device here, one loop per I/O at QD1) */
+  ringLoops: RingLoops;
   runs: Record<string, number>;
 }
 
@@ -264,7 +266,12 @@ function account(st: DeviceState, io: Io, w: number, phase: Phase): void {
   st.runs['iopoll_enter']! += io.pollCalls * w;
   st.runs['iopoll_exit']! += io.pollCalls * w;
   st.iopollPasses += io.pollCalls * w;
+  const loop = st.ringLoops;
+  loop.polledIos += w;
+  loop.count += w;
+  loop.spinNs += spinNs * w;
   if (!io.slept) {
+    loop.wallNs += p.pollCallNs * io.pollCalls * w;
     add(st, 'dev_spun', io.foundNs, w);
     add(st, 'iopoll', p.pollCallNs, w * io.pollCalls);
     count(st, 'spun', w);
@@ -278,6 +285,9 @@ function account(st: DeviceState, io: Io, w: number, phase: Phase): void {
   add(st, 'wake_ovh', io.wakeOverheadNs, w);
   add(st, 'wake_lat', io.wakeLatencyNs, w);
   // The pass that sleeps holds c_sw, the sleep and its first poll call; the others one call each.
+  loop.wallNs += (p.switchCostNs + offcpuNs + p.pollCallNs * io.pollCalls) * w;
+  loop.offcpuNs += offcpuNs * w;
+  loop.wakeLatencyNs += io.wakeLatencyNs * w;
   add(st, 'iopoll', p.switchCostNs + offcpuNs + p.pollCallNs, w);
   if (io.pollCalls > 1) add(st, 'iopoll', p.pollCallNs, w * (io.pollCalls - 1));
   count(st, 'sleeps', w);
@@ -384,6 +394,7 @@ function bpfSnapshot(states: DeviceState[], takenAtNs: number): BpfSnapshot {
       hybridPollTimeNs: s.hybridPollTimeNs,
       sleeps: s.ringSleeps,
       iopollPasses: s.iopollPasses,
+      loops: { ...s.ringLoops },
     })),
     counters,
     deviceCounters: Object.fromEntries(states.map((s) => [s.profile.dev, { ...s.counters }])),
@@ -433,6 +444,7 @@ export function* syntheticFrames(o: SyntheticOptions = SYNTHETIC_DEFAULTS): Gene
     counters: Object.fromEntries(DEVICE_COUNTERS.map((k) => [k, 0])),
     ringSleeps: 0,
     iopollPasses: 0,
+    ringLoops: { polledIos: 0, count: 0, wallNs: 0, spinNs: 0, offcpuNs: 0, wakeLatencyNs: 0 },
     runs: Object.fromEntries(Object.keys(PROGRAM_COST_NS).map((k) => [k, 0])),
   }));
   const host = hostReading(o.devices);

@@ -93,6 +93,16 @@ describe('RestartAccumulator', () => {
     expect(a.apply(raw({ rings: [ring('b', 1)] })).rings[0]!.sleeps).toBe(1); // b's history was dropped
   });
 
+  it("keeps a ring's loop counters monotonic across a restart, and leaves them out where the loader has none", () => {
+    const a = new RestartAccumulator();
+    const loops = (n: number) => ({ polledIos: n, count: n, wallNs: 10 * n, spinNs: 4 * n, offcpuNs: 5 * n, wakeLatencyNs: n });
+    a.newRun();
+    a.apply(raw({ rings: [{ ...ring('a', 5), loops: loops(100) }] }));
+    a.newRun();
+    expect(a.apply(raw({ rings: [{ ...ring('a', 1), loops: loops(3) }] })).rings[0]!.loops).toEqual(loops(103));
+    expect(a.apply(raw({ rings: [ring('c', 1)] })).rings[0]).not.toHaveProperty('loops');
+  });
+
   it('forgets a device on request, and only that one', () => {
     const a = new RestartAccumulator();
     a.newRun();

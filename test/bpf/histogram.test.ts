@@ -111,6 +111,18 @@ describe('bpfFamilies', () => {
     expect(m.get('hybridpoll_ring_hybrid_poll_time_seconds')!.samples).toEqual([{ labels: { ring: 'abc' }, value: 8e-6 }]);
   });
 
+  it("exports each ring's sleeps, and where the loader counts its loops its I/Os, loops, spin and CPU (wall − off-CPU + wake latency)", () => {
+    const loops = { polledIos: 1000, count: 990, wallNs: 60e6, spinNs: 20e6, offcpuNs: 30e6, wakeLatencyNs: 2e6 };
+    const m = byName(snap({ bpf: { ...bpf, rings: [{ ...bpf.rings[0]!, loops }, { ...bpf.rings[0]!, ring: 'old', sleeps: 7 }] } }));
+    expect(m.get('hybridpoll_ring_poll_sleeps_total')!.samples).toEqual([{ labels: { ring: 'abc' }, value: 1 }, { labels: { ring: 'old' }, value: 7 }]);
+    // 'old' comes from a loader without the loop counters: no series, not a 0
+    expect(m.get('hybridpoll_ring_polled_ios_total')!.samples).toEqual([{ labels: { ring: 'abc' }, value: 1000 }]);
+    expect(m.get('hybridpoll_ring_poll_loops_total')!.samples).toEqual([{ labels: { ring: 'abc' }, value: 990 }]);
+    expect(m.get('hybridpoll_ring_poll_spin_seconds_total')!.samples).toEqual([{ labels: { ring: 'abc' }, value: 0.02 }]);
+    expect(m.get('hybridpoll_ring_poll_cpu_seconds_total')!.samples).toEqual([{ labels: { ring: 'abc' }, value: 0.032 }]);
+    expect(m.get('hybridpoll_ring_poll_cpu_seconds_total')!.type).toBe('counter');
+  });
+
   it('exports the depth counters per device, as counters, only where the loader counted them', () => {
     const depth = snap({ bpf: { ...bpf, deviceCounters: { ...bpf.deviceCounters, '259:0': { ...bpf.deviceCounters['259:0']!, waits: 40, inflight_sum: 130 } } } });
     const text = serialize(bpfFamilies(depth).filter((f) => /^hybridpoll_poll_(waits|inflight_ios)_total$/.test(f.name)), 'prometheus');

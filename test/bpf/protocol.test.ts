@@ -209,4 +209,12 @@ describe('toBpfSnapshot', () => {
   it('marks hybrid rings from their setup flags', () => {
     expect(snap.rings[0]).toEqual({ ring: '00ab12cd34ef', pid: 99, comm: 'fio', flags: 0x20001, hybrid: true, hybridPollTimeNs: 8000, sleeps: 2, iopollPasses: 5 });
   });
+
+  it("takes a ring's loop counters where the loader prints them, all or none", () => {
+    const ring = { ring: '00ab12cd34ef', pid: 99, comm: 'fio', flags: 0x20001, hpt: 8000, sleeps: 2, passes: 5, reaped: 4, loops: 3, loop_ns: 900, spin_ns: 300, off_ns: 400, wlat_ns: 50 };
+    const s = toBpfSnapshot(parseLine(line(HELLO)) as LoaderHello, parseLine(line(snapJson({ rings: [ring] }))) as LoaderSnap);
+    expect(s.rings[0]!.loops).toEqual({ polledIos: 4, count: 3, wallNs: 900, spinNs: 300, offcpuNs: 400, wakeLatencyNs: 50 });
+    const { wlat_ns: _, ...partial } = ring;
+    expect(() => parseLine(line(snapJson({ rings: [partial] })))).toThrow(/snap.rings\[0\].wlat_ns/);
+  });
 });
