@@ -237,7 +237,7 @@ function timingFamilies(bpf: BpfSnapshot, names: Map<string, string>, o: BpfExpo
     family('ring_info', 'gauge', 'An io_uring ring seen polling (6.13+, fentry path). Always 1.',
       bpf.rings, (r) => (r.ring === OTHER_RING ? undefined : { labels: { ring: r.ring, pid: String(r.pid), comm: r.comm, hybrid: r.hybrid ? '1' : '0' }, value: 1 })),
     family('ring_other_rings', 'gauge', 'Live io_uring rings counted together under ring="other" (past --bpf.max-rings).',
-      bpf.ringsOther === undefined ? [] : [bpf.ringsOther], (n) => ({ labels: {}, value: n })),
+      [bpf.ringsOther ?? 0], (n) => ({ labels: {}, value: n })),
     family('ring_hybrid_poll_time_seconds', 'gauge', "The ring's ctx->hybrid_poll_time (running minimum); the kernel sleeps half of it.",
       bpf.rings, (r) => (r.hybridPollTimeNs === null ? undefined : { labels: { ring: r.ring }, value: r.hybridPollTimeNs / 1e9 })),
     ...ringFamilies(bpf.rings),

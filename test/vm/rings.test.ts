@@ -54,32 +54,50 @@ function session(scenarios: Scenario[], runs: RunRecord[]): Session {
   };
 }
 
-/** ring_info per process, hybrid_poll_time once per ring (as the exporter writes them) */
-const ringLines = (rings: { ring: string; pid: number; hybrid: boolean; hptS?: number }[]) => [
+interface RingSpec { ring: string; pid: number; hybrid: boolean; hptS?: number; polled?: number; cpuS?: number; loops?: number }
+
+/** ring_info per process, the ring's gauge and counters once per ring (as the exporter writes them) */
+const ringLines = (rings: RingSpec[]) => [
   ...rings.map((r) => `hybridpoll_ring_info{ring="${r.ring}",pid="${r.pid}",comm="hpdrive",hybrid="${r.hybrid ? 1 : 0}"} 1`),
-  ...[...new Map(rings.filter((r) => r.hptS !== undefined).map((r) => [r.ring, r.hptS])).entries()].map(([ring, hpt]) => `hybridpoll_ring_hybrid_poll_time_seconds{ring="${ring}"} ${hpt}`),
+  ...[...new Map(rings.map((r) => [r.ring, r])).values()].flatMap((r) => [
+    ...(r.hptS !== undefined ? [`hybridpoll_ring_hybrid_poll_time_seconds{ring="${r.ring}"} ${r.hptS}`] : []),
+    ...(r.polled !== undefined ? [`hybridpoll_ring_polled_ios_total{ring="${r.ring}"} ${r.polled}`, `hybridpoll_ring_poll_loops_total{ring="${r.ring}"} ${r.loops ?? r.polled}`] : []),
+    ...(r.cpuS !== undefined ? [`hybridpoll_ring_poll_cpu_seconds_total{ring="${r.ring}"} ${r.cpuS}`] : []),
+  ]),
 ];
 
 describe('several rings on one device', () => {
-  const run = (mode: PollMode, rings: { ring: string; pid: number; hybrid: boolean; hptS?: number }[]): RunRecord => ({
+  const run = (mode: PollMode, rings: RingSpec[]): RunRecord => ({
     scenario: TWO.id, tracing: 'fentry', mode, rep: 0, device: 'hpsim6', before: '',
     after: [`hybridpoll_polled_ios_total{device="hpsim6"} 8000`, ...ringLines(rings)].join('\n') + '\n',
     driver: mergeDrivers([driver(mode, 11, 4000, 0.1), driver(mode, 12, 4000, 0.1)]),
   });
   const rows = (runs: RunRecord[]) => checkRings(new SessionRuns(session([TWO], runs)), TWO);
 
-  it('passes with one ring per process in its mode, hybrid ones with their own hybrid_poll_time', () => {
+  // each process: 4000 I/Os and 0.1 s of polling (25 µs/IO), no syscall residue, no BPF run time
+  const whole = { polled: 4000, cpuS: 0.1 };
+  it('passes with one ring per process in its mode, hybrid ones with their own hybrid_poll_time, each ring\'s count and CPU its process\'s', () => {
     const r = rows([
-      run('hybrid', [{ ring: 'a', pid: 11, hybrid: true, hptS: 30e-6 }, { ring: 'b', pid: 12, hybrid: true, hptS: 28e-6 }]),
-      run('poll', [{ ring: 'c', pid: 11, hybrid: false }, { ring: 'd', pid: 12, hybrid: false }]),
+      run('hybrid', [{ ring: 'a', pid: 11, hybrid: true, hptS: 30e-6, ...whole }, { ring: 'b', pid: 12, hybrid: true, hptS: 28e-6, ...whole }]),
+      run('poll', [{ ring: 'c', pid: 11, hybrid: false, ...whole }, { ring: 'd', pid: 12, hybrid: false, ...whole }]),
     ]);
-    expect(r.map((x) => x.pass)).toEqual([true, true]);
+    expect(r.map((x) => `${x.id} ${x.pass}`)).toEqual(['R rings true', 'R rings true', 'R ring count true', 'R ring cpu true', 'R ring count true', 'R ring cpu true']);
     expect(r[1]!.measured).toMatch(/pid 11: ring a hybrid=1 hpt 30\.00 µs, pid 12: ring b/);
+  });
+
+  it("fails a ring whose count is 0.6 % short or whose CPU is 6 % off its process's (QD1: ±5 %), and one without its counters", () => {
+    const poll = run('poll', [{ ring: 'c', pid: 11, hybrid: false, ...whole }, { ring: 'd', pid: 12, hybrid: false, ...whole }]);
+    const hyb = (b: Partial<RingSpec>) => rows([run('hybrid', [{ ring: 'a', pid: 11, hybrid: true, hptS: 30e-6, ...whole }, { ring: 'b', pid: 12, hybrid: true, hptS: 28e-6, ...whole, ...b }]), poll]);
+    const row = (cs: CheckResult[], id: string) => cs.find((c) => c.id === id && c.title.startsWith('hybrid'))!;
+    expect(row(hyb({ polled: 3976, loops: 4000 }), 'R ring count')).toMatchObject({ pass: false, measured: expect.stringMatching(/pid 12: ring 3976 vs driver 4000 \(-0\.6%\)/) });
+    expect(row(hyb({ cpuS: 0.106 }), 'R ring cpu')).toMatchObject({ pass: false, measured: expect.stringMatching(/pid 12: ring 26\.50 µs\/IO .* \(\+6\.0%\)/) });
+    expect(row(hyb({ cpuS: 0.104 }), 'R ring cpu').pass).toBe(true);
+    expect(row(hyb({ cpuS: undefined }), 'R ring cpu').pass).toBe(false);
   });
 
   it("fails a process without a ring, two processes on one ring, a ring in the wrong mode or without its hpt", () => {
     const poll = run('poll', [{ ring: 'c', pid: 11, hybrid: false }, { ring: 'd', pid: 12, hybrid: false }]);
-    const hyb = (rings: Parameters<typeof run>[1]) => rows([run('hybrid', rings), poll])[1]!;
+    const hyb = (rings: RingSpec[]) => rows([run('hybrid', rings), poll])[1]!;
     expect(hyb([{ ring: 'a', pid: 11, hybrid: true, hptS: 30e-6 }])).toMatchObject({ pass: false, measured: expect.stringMatching(/pid 12: no ring_info/) });
     expect(hyb([{ ring: 'a', pid: 11, hybrid: true, hptS: 30e-6 }, { ring: 'a', pid: 12, hybrid: true, hptS: 30e-6 }]).pass).toBe(false);
     expect(hyb([{ ring: 'a', pid: 11, hybrid: true, hptS: 30e-6 }, { ring: 'b', pid: 12, hybrid: false }]).pass).toBe(false);
@@ -98,7 +116,8 @@ interface Dev { polled: number; cpuPerIo: number; reqS?: number; self?: number; 
 
 describe('one ring over two devices', () => {
   const stats = (n: number, meanS: number) => ({ before: 'issued=0 service_ns_sum=0', after: `issued=${n} service_ns_sum=${Math.round(n * meanS * 1e9)}` });
-  const run = (mode: PollMode, waitS: number, devs: [Dev, Dev], deviceIos: [number, number] = [4000, 4000]): RunRecord => {
+  /** ring: the one ring's own counters (default: every I/O reaped, the whole wait phase its CPU) */
+  const run = (mode: PollMode, waitS: number, devs: [Dev, Dev], deviceIos: [number, number] = [4000, 4000], ring: Partial<RingSpec> = {}): RunRecord => {
     const lines = devs.flatMap((d, i) => {
       const l = `{device="hpsim${7 + i}"}`;
       return [
@@ -110,6 +129,7 @@ describe('one ring over two devices', () => {
         ...(d.classicPerIo !== undefined ? [`hybridpoll_policy_cpu_seconds_per_io{device="hpsim${7 + i}",policy="classic"} ${d.classicPerIo}`] : []),
       ];
     });
+    lines.push(...ringLines([{ ring: 'r', pid: 11, hybrid: mode === 'hybrid', hptS: 16e-6, polled: deviceIos[0] + deviceIos[1], cpuS: waitS, ...ring }]));
     return {
       scenario: RING.id, tracing: 'fentry', mode, rep: 0, device: 'hpsim7', before: '', after: lines.join('\n') + '\n',
       driver: driver(mode, 11, deviceIos[0] + deviceIos[1], waitS, deviceIos),
@@ -128,7 +148,7 @@ describe('one ring over two devices', () => {
   it('passes when each device is counted, the sleep is shared, and CPU and model add up over the ring', () => {
     const r = rows([run('hybrid', 0.2, hybridDevs), run('poll', 0.48, classicDevs)]);
     expect(r.filter((c) => !c.pass).map((c) => `${c.id} ${c.title}: ${c.measured}`)).toEqual([]);
-    expect(r.map((c) => c.id)).toEqual(['R count', 'R cpu', 'R count', 'R cpu', 'R shared sleep', 'R self-check', 'R device time', 'R model']);
+    expect(r.map((c) => c.id)).toEqual(['R count', 'R cpu', 'R ring count', 'R ring cpu', 'R count', 'R cpu', 'R ring count', 'R ring cpu', 'R shared sleep', 'R self-check', 'R device time', 'R model']);
     expect(get(r, 'R model').measured).toMatch(/predicted 60\.00 µs\/IO/);
   });
 
@@ -143,6 +163,14 @@ describe('one ring over two devices', () => {
     expect(get(rows([run('hybrid', 0.2, [hybridDevs[0], { ...hybridDevs[1], meanDS: 111e-6 }]), run('poll', 0.48, classicDevs)]), 'R device time').pass).toBe(false);
     expect(get(rows([run('hybrid', 0.2, hybridDevs), run('poll', 0.48 * 1.12, classicDevs)]), 'R model').pass).toBe(false);
     expect(get(rows([run('hybrid', 0.2, hybridDevs), run('poll', 0.48 * 1.09, classicDevs)]), 'R model').pass).toBe(true);
+  });
+
+  it("checks the ring's own count and CPU against the poller's (±0.5 %, ±10 %)", () => {
+    const ring = (r: Partial<RingSpec>) => rows([run('hybrid', 0.2, hybridDevs, [4000, 4000], r), run('poll', 0.48, classicDevs)]);
+    expect(get(ring({ polled: 7950 }), 'R ring count', 'hybrid')).toMatchObject({ pass: false, measured: 'ring 7950 vs driver 8000 (-0.6%)' });
+    expect(get(ring({ cpuS: 0.2 * 1.11 }), 'R ring cpu', 'hybrid')).toMatchObject({ pass: false, measured: expect.stringMatching(/ring 27\.75 µs\/IO .*vs poller wait phase 25\.00 µs\/IO \(\+11\.0%\)/) });
+    expect(get(ring({ cpuS: 0.2 * 0.91 }), 'R ring cpu', 'hybrid').pass).toBe(true);
+    expect(get(ring({ cpuS: undefined }), 'R ring cpu', 'hybrid').pass).toBe(false); // a loader without the ring's loops
   });
 
   it('brackets the loop-edge BPF between the loops\' share of the passes and all of it', () => {

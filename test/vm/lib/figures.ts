@@ -8,6 +8,11 @@ export interface RingFigures {
   hybrid: string;
   comm: string;
   hybridPollTimeSeconds: number | undefined;
+  /** over the run: the ring's reaped completions, poll loops, sleeps and poller CPU in its loops (hybridpoll_ring_*) */
+  polledIos: number | undefined;
+  loops: number | undefined;
+  sleeps: number | undefined;
+  cpuSeconds: number | undefined;
 }
 
 export interface ExporterFigures {
@@ -140,16 +145,25 @@ export function twinFigures(before: LoaderSnap, after: LoaderSnap, dev: string):
   };
 }
 
-function ringOf(after: Scrape, pid: number): RingFigures | undefined {
+function ringOf(before: Scrape, after: Scrape, pid: number): RingFigures | undefined {
   const info = select(after, 'hybridpoll_ring_info', { pid: String(pid) });
   const r = info[0];
   if (!r) return undefined;
   const ring = r.labels.ring ?? '';
+  // a ring created by the run's warm-up is in the before-scrape; one that is not counts from 0
+  const d = (name: string) => {
+    const a = value(after, name, { ring });
+    return a === undefined ? undefined : a - (value(before, name, { ring }) ?? 0);
+  };
   return {
     ring,
     hybrid: r.labels.hybrid ?? '',
     comm: r.labels.comm ?? '',
     hybridPollTimeSeconds: value(after, 'hybridpoll_ring_hybrid_poll_time_seconds', { ring }),
+    polledIos: d('hybridpoll_ring_polled_ios_total'),
+    loops: d('hybridpoll_ring_poll_loops_total'),
+    sleeps: d('hybridpoll_ring_poll_sleeps_total'),
+    cpuSeconds: d('hybridpoll_ring_poll_cpu_seconds_total'),
   };
 }
 
@@ -225,8 +239,8 @@ export function exporterFigures(r: RunRecord, majmin?: string): ExporterFigures 
     pollPath,
     pollHctx: value(a, 'hybridpoll_device_hw_queues', { ...dev, type: 'poll' }),
     ioPoll: value(a, 'hybridpoll_device_io_poll', dev),
-    ring: ringOf(a, r.driver.pid),
-    rings: (r.driver.procs ?? [r.driver]).map((d) => ({ pid: d.pid, ring: ringOf(a, d.pid) })),
+    ring: ringOf(b, a, r.driver.pid),
+    rings: (r.driver.procs ?? [r.driver]).map((d) => ({ pid: d.pid, ring: ringOf(b, a, d.pid) })),
   };
 }
 

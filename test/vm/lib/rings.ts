@@ -6,28 +6,64 @@
 //   minimum over every device it polls, so the slow device sleeps what the fast one allows. The
 //   exporter's figures are per device; each is checked against that device's own counts and time,
 //   and their sum against the one poller's CPU.
-import { BOUNDS, everyRun, num, outsideWindow, paired, pct, relErr, us, type CheckResult, type SessionRuns } from './checks.js';
-import { deviceTruth, exporterFigures, type ExporterFigures, type RunFigures } from './figures.js';
-import { MODES, type Scenario } from './session.js';
+import { BOUNDS, cpuBound, everyRun, num, outsideWindow, paired, pct, relErr, us, type CheckResult, type SessionRuns } from './checks.js';
+import { deviceTruth, exporterFigures, type ExporterFigures, type RingFigures, type RunFigures } from './figures.js';
+import { MODES, type DriverResult, type PollMode, type Scenario } from './session.js';
 
 const modeName = (mode: string) => (mode === 'poll' ? 'classic' : 'hybrid');
 
-/** One ring per process, each with the mode it was set up in and, hybrid, its own running minimum. */
+/**
+ * One ring per process, each with the mode it was set up in and, hybrid, its own running minimum;
+ * and each ring's own figures against its process: the completions it reaped, and the poller CPU
+ * in its loops (hybridpoll_ring_poll_cpu_seconds_total) with the syscall residue of that process
+ * and its share of the loop-edge BPF (by loops), against that process's wait phase.
+ */
 export function checkRings(s: SessionRuns, sc: Scenario): CheckResult[] {
-  return MODES.map((mode): CheckResult => {
-    const hybrid = mode === 'hybrid';
-    const perRun = s.get(sc.id, 'fentry', mode).map((r) => {
-      const rings = r.exporter?.rings ?? [];
-      const ok = rings.length === (sc.procs ?? 1) && new Set(rings.map((x) => x.ring?.ring)).size === rings.length && rings.every(({ ring }) =>
-        !!ring && ring.hybrid === (hybrid ? '1' : '0') && (!hybrid || (ring.hybridPollTimeSeconds !== undefined && ring.hybridPollTimeSeconds > 0 && Number.isFinite(ring.hybridPollTimeSeconds))));
-      const text = rings.map(({ pid, ring }) => (ring ? `pid ${pid}: ring ${ring.ring} hybrid=${ring.hybrid}${hybrid ? ` hpt ${us(ring.hybridPollTimeSeconds)}` : ''}` : `pid ${pid}: no ring_info`)).join(', ');
-      return { ok, text };
-    });
-    return {
-      id: 'R rings', scenario: sc.id, title: `${modeName(mode)}: one ring per process, its mode${hybrid ? ' and its own hybrid_poll_time' : ''}`,
-      measured: perRun.map((x) => x.text).join('; ') || 'no runs', bound: `${sc.procs ?? 1} distinct rings of the driver pids`, pass: perRun.length > 0 && perRun.every((x) => x.ok),
-    };
+  return [...MODES.map((mode) => ringsTold(s, sc, mode)), ...MODES.flatMap((mode) => ringFigures(s, sc, mode))];
+}
+
+function ringFigures(s: SessionRuns, sc: Scenario, mode: PollMode): CheckResult[] {
+  const runs = s.get(sc.id, 'fentry', mode);
+  const perProcess = (f: (p: DriverResult, ring: RingFigures | undefined, r: RunFigures) => { err: number; text: string }) => (r: RunFigures) => {
+    const procs = r.run.driver.procs ?? [r.run.driver];
+    const all = procs.map((p, i) => f(p, r.exporter?.rings[i]?.ring, r));
+    const worst = all.reduce((w, x) => (!(Math.abs(x.err) <= Math.abs(w.err)) ? x : w), all[0] ?? { err: NaN, text: '' });
+    return { err: worst.err, text: all.map((x, i) => `pid ${procs[i]!.pid}: ${x.text}`).join(', ') };
+  };
+  const count = everyRun(runs, perProcess((p, ring) => {
+    const err = relErr(ring?.polledIos, p.ios);
+    return { err, text: `ring ${num(ring?.polledIos)} vs driver ${p.ios} (${pct(err)})` };
+  }), BOUNDS.count);
+  const cpu = everyRun(runs, perProcess((p, ring, r) => {
+    const loops = (r.exporter?.rings ?? []).reduce((a, x) => a + (x.ring?.loops ?? NaN), 0);
+    const edge = (outsideWindow(r) * (ring?.loops ?? NaN)) / loops / p.ios;
+    const res = (p.cpu.wait_calls * p.cpu.empty_enter_ns) / 1e9 / p.ios;
+    const own = (ring?.cpuSeconds ?? NaN) / (ring?.polledIos ?? NaN);
+    const wait = p.cpu.wait_s / p.ios;
+    const err = relErr(own + res + edge, wait);
+    return { err, text: `ring ${us(own)}/IO + residue ${us(res)}/IO + loop-edge BPF ${us(edge)}/IO vs wait phase ${us(wait)}/IO (${pct(err)})` };
+  }), cpuBound(sc));
+  const what = modeName(mode);
+  return [
+    { id: 'R ring count', scenario: sc.id, title: `${what}: each ring's reaped completions vs its process's I/Os`, measured: count.measured, bound: `±${BOUNDS.count * 100}%`, pass: count.pass },
+    { id: 'R ring cpu', scenario: sc.id, title: `${what}: each ring's poller CPU vs its process's polling CPU`, measured: cpu.measured, bound: `±${cpuBound(sc) * 100}%`, pass: cpu.pass },
+  ];
+}
+
+/** One ring per process, each with the mode it was set up in and, hybrid, its own running minimum. */
+function ringsTold(s: SessionRuns, sc: Scenario, mode: PollMode): CheckResult {
+  const hybrid = mode === 'hybrid';
+  const perRun = s.get(sc.id, 'fentry', mode).map((r) => {
+    const rings = r.exporter?.rings ?? [];
+    const ok = rings.length === (sc.procs ?? 1) && new Set(rings.map((x) => x.ring?.ring)).size === rings.length && rings.every(({ ring }) =>
+      !!ring && ring.hybrid === (hybrid ? '1' : '0') && (!hybrid || (ring.hybridPollTimeSeconds !== undefined && ring.hybridPollTimeSeconds > 0 && Number.isFinite(ring.hybridPollTimeSeconds))));
+    const text = rings.map(({ pid, ring }) => (ring ? `pid ${pid}: ring ${ring.ring} hybrid=${ring.hybrid}${hybrid ? ` hpt ${us(ring.hybridPollTimeSeconds)}` : ''}` : `pid ${pid}: no ring_info`)).join(', ');
+    return { ok, text };
   });
+  return {
+    id: 'R rings', scenario: sc.id, title: `${modeName(mode)}: one ring per process, its mode${hybrid ? ' and its own hybrid_poll_time' : ''}`,
+    measured: perRun.map((x) => x.text).join('; ') || 'no runs', bound: `${sc.procs ?? 1} distinct rings of the driver pids`, pass: perRun.length > 0 && perRun.every((x) => x.ok),
+  };
 }
 
 /** A run's figures on each device of its ring, in slot order, with that device's own truth. */
@@ -59,6 +95,13 @@ function ringCpuPerIo(devs: RingDeviceFigures[], f: (e: ExporterFigures) => numb
     ios += n;
   }
   return ios > 0 ? cpu / ios : NaN;
+}
+
+/** The relative error of a bracket [low, high] against the truth: of its nearest end, 0 when the truth lies inside. */
+function bracketErr(low: number, high: number, truth: number): number {
+  const lo = relErr(low, truth);
+  const hi = relErr(high, truth);
+  return lo > 0 ? lo : hi < 0 ? hi : Number.isFinite(lo + hi) ? 0 : NaN;
 }
 
 /** The loop-edge BPF per I/O (see checkSharedRing), as a bracket: the loops' share of the passes' programs, and all of it. */
@@ -95,11 +138,26 @@ export function checkSharedRing(s: SessionRuns, sc: Scenario): CheckResult[] {
       const edge = loopEdge(r, devs);
       const lo = relErr(exp + res + edge.low, r.driver.waitCpuPerIo);
       const hi = relErr(exp + res + edge.high, r.driver.waitCpuPerIo);
-      // the error of the bracket's nearest end; 0 when the wait phase lies inside it
-      const err = lo > 0 ? lo : hi < 0 ? hi : Number.isFinite(lo + hi) ? 0 : NaN;
+      const err = bracketErr(exp + res + edge.low, exp + res + edge.high, r.driver.waitCpuPerIo);
       return { err, text: `exporter over the ring ${us(exp)}/IO (${devs.map((d) => `${d.device} ${us(d.exporter?.measuredCpuPerIo)}`).join(', ')}) + syscall residue ${us(res)}/IO + loop-edge BPF ${us(edge.low)} … ${us(edge.high)}/IO (${num(edge.loops)} loops of ${num(edge.passes)} passes) vs poller wait phase ${us(r.driver.waitCpuPerIo)}/IO (${pct(lo)} … ${pct(hi)})` };
     }, BOUNDS.cpuDeep);
     out.push({ id: id('cpu'), scenario: sc.id, title: `${modeName(mode)}: exporter's CPU summed over the ring's devices vs the poller's polling CPU`, measured: cpu.measured, bound: `±${BOUNDS.cpuDeep * 100}%`, pass: cpu.pass });
+    // The ring's own figures, whole where the per-device ones split its loops.
+    const ringCount = everyRun(runs, (r) => {
+      const n = r.exporter?.ring?.polledIos;
+      const err = relErr(n, r.driver.ios);
+      return { err, text: `ring ${num(n)} vs driver ${r.driver.ios} (${pct(err)})` };
+    }, BOUNDS.count);
+    out.push({ id: id('ring count'), scenario: sc.id, title: `${modeName(mode)}: the ring's reaped completions vs the driver's I/Os`, measured: ringCount.measured, bound: `±${BOUNDS.count * 100}%`, pass: ringCount.pass });
+    const ringCpu = everyRun(runs, (r) => {
+      const ring = r.exporter?.ring;
+      const own = (ring?.cpuSeconds ?? NaN) / (ring?.polledIos ?? NaN);
+      const res = r.driver.syscallResidueSeconds / r.driver.ios;
+      const edge = loopEdge(r, ringDevices(s, r));
+      const err = bracketErr(own + res + edge.low, own + res + edge.high, r.driver.waitCpuPerIo);
+      return { err, text: `ring ${us(own)}/IO + syscall residue ${us(res)}/IO + loop-edge BPF ${us(edge.low)} … ${us(edge.high)}/IO vs poller wait phase ${us(r.driver.waitCpuPerIo)}/IO (${pct(err)})` };
+    }, BOUNDS.cpuDeep);
+    out.push({ id: id('ring cpu'), scenario: sc.id, title: `${modeName(mode)}: the ring's poller CPU vs the poller's polling CPU`, measured: ringCpu.measured, bound: `±${BOUNDS.cpuDeep * 100}%`, pass: ringCpu.pass });
   }
   const hybrid = s.get(sc.id, 'fentry', 'hybrid');
   // One hybrid_poll_time per ring: every device sleeps the same, whatever its own service time.
