@@ -160,6 +160,8 @@ struct task_st {
 	u8 test;          /* test-mode task */
 	u8 in_pass;       /* fentry: inside io_do_iopoll */
 	u8 in_cp;         /* fentry: inside io_uring_classic_poll */
+	u8 pass_multi;    /* fentry: this pass polled requests of two devices (dev_ctr.shared_polls) */
+	u32 pass_dev;     /* fentry: the device of the pass's first poll call */
 	u8 wait_open;     /* tracepoint: a polled issue since the last depth sample (on_complete) */
 	u64 t_end;        /* fentry: end of the last poll loop (0: none since the next loop started) */
 	u64 t_cpf;        /* fentry: exit of the last classic_poll in this pass that found completions */
@@ -388,14 +390,16 @@ static __always_inline bool rq_lat_add(u32 dev, u64 ts, u32 w, unsigned int byte
 	return false;
 }
 
+/* a new device's counters: from .bss, not the stack (the struct is large for a 512-byte stack) */
+static struct dev_ctr dev_ctr_zero;
+
 static __always_inline struct dev_ctr *dev_ctr_get(u32 dev)
 {
 	struct dev_ctr *c = bpf_map_lookup_elem(&dev_ctrs, &dev);
-	struct dev_ctr zero = {};
 
 	if (c)
 		return c;
-	bpf_map_update_elem(&dev_ctrs, &dev, &zero, BPF_NOEXIST);
+	bpf_map_update_elem(&dev_ctrs, &dev, &dev_ctr_zero, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&dev_ctrs, &dev);
 }
 
@@ -410,14 +414,16 @@ static __always_inline struct dev_calib *calib_get(u32 dev)
 	return bpf_map_lookup_elem(&calib, &dev);
 }
 
+/* a new task's state: from .bss, not the stack (the struct is a large part of 512 bytes) */
+static struct task_st task_zero;
+
 static __always_inline struct task_st *task_get(u32 tid, bool create)
 {
 	struct task_st *st = bpf_map_lookup_elem(&tasks, &tid);
-	struct task_st zero = {};
 
 	if (st || !create)
 		return st;
-	if (bpf_map_update_elem(&tasks, &tid, &zero, BPF_NOEXIST)) {
+	if (bpf_map_update_elem(&tasks, &tid, &task_zero, BPF_NOEXIST)) {
 		ctr_inc(C_TASK_FULL);
 		return NULL;
 	}
@@ -750,6 +756,14 @@ static __always_inline void pend_record(struct task_st *st, u32 dev, struct dev_
 /* a new ring's entry before its fields are set: from .bss, not the stack (the loop-start program
  * that inlines ring_get is near the 512-byte stack limit) */
 static struct ring_st ring_zero;
+
+static __always_inline void shared_poll(u32 dev)
+{
+	struct dev_ctr *dc = dev_ctr_get(dev);
+
+	if (dc)
+		dc->shared_polls++;
+}
 
 /* The ring's entry; created (with its process, setup flags and comm) when rctx is given. */
 static __always_inline struct ring_st *ring_get(u64 key, struct io_ring_ctx *rctx)
@@ -1210,6 +1224,8 @@ int BPF_PROG(hp_iopoll_in, struct io_ring_ctx *rctx)
 	st->in_pass = 1;
 	st->in_cp = 0;
 	st->pass_sleeps = 0;
+	st->pass_dev = 0;
+	st->pass_multi = 0;
 	/* io_iopoll_check (inlined into the syscall, not traceable) calls io_do_iopoll until a pass
 	 * finds completions: the loop runs from the first pass's entry to that pass's exit */
 	if (!st->t_loop) {
@@ -1307,6 +1323,16 @@ int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsig
 	st->dev = file_dev(req->file);
 	st->in_cp = 1;
 	ctr_inc(C_CPOLL);
+	/* a pass over requests of two devices: a ring over several devices (its first device's
+	 * calls counted once, when the second shows) */
+	if (!st->pass_dev) {
+		st->pass_dev = st->dev;
+	} else if (st->dev != st->pass_dev && !st->pass_multi) {
+		st->pass_multi = 1;
+		shared_poll(st->pass_dev);
+	}
+	if (st->pass_multi)
+		shared_poll(st->dev);
 	/* Runs once per request per pass. A loop with no sleep needs nothing else here: its found
 	 * time and the call lengths only serve the spin after a sleep and the classification of
 	 * slept requests (classic polling then costs one lookup and a few stores) */

@@ -112,6 +112,10 @@ struct dev_ctr {
 	__u64 look_kk;
 	__u64 look_kns;
 	__u64 wake_look_ns;
+	/* fentry: poll calls on this device in io_do_iopoll passes that also polled another device's
+	 * requests: a ring over several devices, one poller for all of them (its per-device records
+	 * split the ring's loops; the model leaves such a device's figures out) */
+	__u64 shared_polls;
 };
 
 /* Per device, shared: calibration of the found_slept / dev_spun split. Plain stores: a lost

@@ -687,6 +687,7 @@ static void dump_devs(struct hpoll *skel)
 				agg.look_kk += d->look_kk;
 				agg.look_kns += d->look_kns;
 				agg.wake_look_ns += d->wake_look_ns;
+				agg.shared_polls += d->shared_polls;
 			}
 		agg.polled_ios += slot_polled(key);
 		bpf_map_lookup_elem(kfd, &key, &cal);
@@ -696,7 +697,8 @@ static void dump_devs(struct hpoll *skel)
 		       "\"inflight_sum\":%llu,\"gaps\":%llu,\"gap_ns\":%llu,\"gap_k\":%llu,"
 		       "\"gap_kk\":%llu,\"gap_kns\":%llu,\"reap_ns\":%llu,\"reaped\":%llu,"
 		       "\"lead_ns\":%llu,\"leads\":%llu,\"looks\":%llu,\"look_ns\":%llu,"
-		       "\"look_k\":%llu,\"look_kk\":%llu,\"look_kns\":%llu,\"wake_look_ns\":%llu}",
+		       "\"look_k\":%llu,\"look_kk\":%llu,\"look_kns\":%llu,\"wake_look_ns\":%llu,"
+		       "\"shared_polls\":%llu}",
 		       n ? "," : "",
 		       key >> 20, key & 0xfffff, (unsigned long long)agg.polled_ios,
 		       (unsigned long long)agg.exact, (unsigned long long)agg.calibrated,
@@ -710,7 +712,8 @@ static void dump_devs(struct hpoll *skel)
 		       (unsigned long long)agg.lead_ns, (unsigned long long)agg.leads,
 		       (unsigned long long)agg.looks, (unsigned long long)agg.look_ns,
 		       (unsigned long long)agg.look_k, (unsigned long long)agg.look_kk,
-		       (unsigned long long)agg.look_kns, (unsigned long long)agg.wake_look_ns);
+		       (unsigned long long)agg.look_kns, (unsigned long long)agg.wake_look_ns,
+		       (unsigned long long)agg.shared_polls);
 	}
 	printf("]");
 	free(devs);

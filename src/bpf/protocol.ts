@@ -66,6 +66,8 @@ export interface LoaderDevice {
   waits?: number;
   /** Σ over those waits of the poller task's polled I/Os in flight; absent from older loaders */
   inflightSum?: number;
+  /** poll calls in passes that also polled another device (a ring over several devices); absent from older loaders */
+  sharedPolls?: number;
   /** the poller's time around its polling (fentry path, hpoll.h dev_ctr); absent from older loaders */
   poller?: Partial<Record<PollerCounter, number>>;
 }
@@ -299,6 +301,7 @@ function parseDevice(v: unknown, path: string): LoaderDevice {
     // the depth counters are newer than protocol 1: optional, but checked when present
     ...(o['waits'] !== undefined ? { waits: count(o['waits'], `${path}.waits`) } : {}),
     ...(o['inflight_sum'] !== undefined ? { inflightSum: count(o['inflight_sum'], `${path}.inflight_sum`) } : {}),
+    ...(o['shared_polls'] !== undefined ? { sharedPolls: count(o['shared_polls'], `${path}.shared_polls`) } : {}),
     ...(o['gaps'] !== undefined
       ? { poller: Object.fromEntries([...POLLER_COUNTERS, ...(o['looks'] !== undefined ? LOOK_COUNTERS : [])].map((k) => [k, count(o[k], `${path}.${k}`)])) }
       : {}),
@@ -417,6 +420,7 @@ export function toBpfSnapshot(hello: LoaderHello, snap: LoaderSnap): BpfSnapshot
       // absent, not 0, from a loader that does not count them: the model then keeps QD1
       ...(d?.waits !== undefined ? { waits: d.waits } : {}),
       ...(d?.inflightSum !== undefined ? { inflight_sum: d.inflightSum } : {}),
+      ...(d?.sharedPolls !== undefined ? { shared_polls: d.sharedPolls } : {}),
       ...d?.poller,
     };
     for (const [name, kind, field] of DERIVED) c[name] = hists[kind]?.[field] ?? 0;

@@ -1,7 +1,7 @@
 // eBPF per-I/O timings (docs/metrics.md "eBPF per-I/O timings"): histograms on the log-linear grid
 // converted to Prometheus histograms, per-device counters, rings, and the collector's self-metrics.
 import { OTHER_RING } from '../bpf/ringLabels.js';
-import type { BpfRing, BpfSnapshot, BucketHist, HistKind, RingLoops } from '../bpf/types.js';
+import { ringPollCpuNs, type BpfRing, type BpfSnapshot, type BucketHist, type HistKind, type RingLoops } from '../bpf/types.js';
 import { OVERFLOW, upperNs } from '../model/buckets.js';
 import type { Snapshot } from '../snapshot/types.js';
 import { family, PREFIX, type Labels, type MetricFamily, type Sample } from './family.js';
@@ -133,6 +133,7 @@ const DEVICE_COUNTERS: [string, string, string][] = [
   ['spun', 'poll_spun_ios_total', 'Polled I/Os that needed polling after the sleep.'],
   ['sleeps_unmatched', 'poll_sleeps_unmatched_total', 'Hybrid-poll sleeps that met no polled completion in the same task (attributed to the task\'s last device, not classified).'],
   ['waits', 'poll_waits_total', 'Waiting calls of pollers at whose start the poller task\'s polled I/Os in flight were sampled: the first io_do_iopoll pass of each poll loop (fentry path), the first polled completion in the task after its latest polled issue (tracepoint path).'],
+  ['shared_polls', 'poll_shared_ring_polls_total', 'Poll calls on this device in io_do_iopoll passes that also polled another device\'s requests (fentry path): the device is polled by a ring over several devices, one poller for all of them, whose per-device figures split the ring\'s loops (the model leaves them out; see the ring_* series).'],
   ['inflight_sum', 'poll_inflight_ios_total', 'The poller task\'s polled I/Os in flight at the start of each waiting call counted in poll_waits_total, summed: rate(this) / rate(poll_waits_total) is the mean polled I/Os in flight at the start of a waiting call.'],
 ];
 
@@ -261,7 +262,7 @@ function ringFamilies(rings: readonly BpfRing[]): MetricFamily[] {
     // on io_uring hybrid kernels (the only ones with rings) the scheduler charges the wake latency
     // to the woken poller (src/model/analyse.ts switchCost): on-CPU is wall − off-CPU + it
     counter('ring_poll_cpu_seconds_total', "The poller's CPU in the ring's poll loops: their wall time less their sleeps' off-CPU time, the wake-up latency counted as on-CPU (the 6.13+ scheduler charges it).",
-      (l) => Math.max(0, l.wallNs - l.offcpuNs + Math.min(l.offcpuNs, l.wakeLatencyNs)) / 1e9),
+      (l) => ringPollCpuNs(l) / 1e9),
     counter('ring_poll_spin_seconds_total', "The ring's poll loops' on-CPU time after their last wake-up (all of it for a loop that did not sleep).", (l) => l.spinNs / 1e9),
   ];
 }

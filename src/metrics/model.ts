@@ -14,9 +14,12 @@ export function modelFamilies(snap: Snapshot): MetricFamily[] {
   const r = snap.model;
   if (!r) return [];
   const ts = r.targets;
+  // every modelled figure of a device polled by a ring over several devices is withheld
+  // (ModelTarget.sharedRing); what was measured of it, and why, stays
+  const modelled = ts.filter((t) => !t.sharedRing);
   const perDevice = (t: ModelTarget, v: number | undefined): Sample | undefined =>
     v === undefined || !Number.isFinite(v) ? undefined : { labels: { device: t.device }, value: v };
-  const rows = ts.flatMap((t) => t.policies.map((p) => ({ t, p })));
+  const rows = modelled.flatMap((t) => t.policies.map((p) => ({ t, p })));
   const perPolicy = (name: string, help: string, v: (x: (typeof rows)[number]) => number) =>
     family(name, 'gauge', help, rows, (x) => ({ labels: { device: x.t.device, policy: x.p.policy }, value: v(x) }));
 
@@ -29,7 +32,7 @@ export function modelFamilies(snap: Snapshot): MetricFamily[] {
       ts, (t) => perDevice(t, s(t.current.sleepNs))),
     family('optimal_sleep_seconds', 'gauge',
       'Best static sleep: the one using the least CPU per I/O while adding at most the latency budget (--model.latency-budget of the mean device time). 0 means classic polling is best. An upper bound when hybridpoll_model_unresolved_ratio > 0.',
-      ts, (t) => perDevice(t, s(t.best.sleepNs))),
+      modelled, (t) => perDevice(t, s(t.best.sleepNs))),
     family('current_policy_info', 'gauge',
       'Sleep policy the kernel is running on this device, detected from the kernel era, io_poll_delay and the measured sleeps (unknown when sleeps are seen that neither explains). Always 1.',
       ts, (t) => ({ labels: { device: t.device, policy: t.current.policy }, value: 1 })),
@@ -41,7 +44,7 @@ export function modelFamilies(snap: Snapshot): MetricFamily[] {
       r.wastedCpuSecondsTotal, (w) => ({ labels: { device: w.device }, value: w.seconds })),
     family('measured_cpu_seconds_per_io', 'gauge',
       'Poller CPU per polled I/O measured by eBPF over the model window: spinning time plus one sleep/wake cost per sleep.',
-      ts, (t) => perDevice(t, t.measured && s(t.measured.cpuPerIoNs))),
+      modelled, (t) => perDevice(t, t.measured && s(t.measured.cpuPerIoNs))),
     family('polled_iops', 'gauge', 'Polled I/Os completed per second over the model window.',
       ts, (t) => perDevice(t, t.measured?.iops)),
     family('oversleep_ratio', 'gauge',
@@ -49,7 +52,7 @@ export function modelFamilies(snap: Snapshot): MetricFamily[] {
       ts, (t) => perDevice(t, t.measured?.oversleepRatio)),
     family('oversleep_added_latency_seconds', 'gauge',
       'Mean latency per I/O added by sleeping past the completion under the current sleep (modelled from the measured distributions).',
-      ts, (t) => perDevice(t, s(t.current.outcome.lateNs))),
+      modelled, (t) => perDevice(t, s(t.current.outcome.lateNs))),
     perPolicy('policy_sleep_seconds',
       'Sleep each policy would choose on this device\'s measured device-time distribution (oracle: mean of its per-I/O sleeps).',
       (x) => s(x.p.sleepNs)),
@@ -70,19 +73,19 @@ export function modelFamilies(snap: Snapshot): MetricFamily[] {
       ts, (t) => perDevice(t, t.modelCpuErrorRatio)),
     family('model_unresolved_ratio', 'gauge',
       'Share of the device-time distribution the data cannot place: I/Os already complete at wake-up with no exact (spun) sample below them, so their device time is only known to be at most their found time. The model puts them there, the most the data allow: above 0, the optimal sleep is an upper bound, the modelled oversleep and added latency are lower bounds, and the report bounds or withholds its recommendation. 1 when every slept I/O overslept.',
-      ts, (t) => perDevice(t, t.deviceTime.unresolved)),
+      modelled, (t) => perDevice(t, t.deviceTime.unresolved)),
     family('model_device_time_mean_seconds', 'gauge',
       'Mean device time E[D] (driver issue to complete) the model sizes sleeps against: from the measured device-time distribution, at depth after removing the poller\'s own queueing (hybridpoll_model_input_info depth="simulation"). With hybridpoll_model_unresolved_ratio > 0 the data bound D only from above (I/Os already complete at wake-up) and it can read high: at depth on a device every slept I/O oversleeps, it is not identified.',
-      ts, (t) => perDevice(t, s(t.depth?.meanDeviceNs ?? t.deviceTime.meanNs))),
+      modelled, (t) => perDevice(t, s(t.depth?.meanDeviceNs ?? t.deviceTime.meanNs))),
     family('model_switch_cost_seconds', 'gauge',
       'On-CPU cost of one hybrid sleep/wake pair used by the model: measured from eBPF poll passes when possible, else the documented default (see hybridpoll_model_input_info).',
-      ts, (t) => perDevice(t, s(t.switchCostNs))),
+      modelled, (t) => perDevice(t, s(t.switchCostNs))),
     family('model_in_flight_ios', 'gauge',
       'Mean polled I/Os in flight at the start of a waiting call over the model window (eBPF: hybridpoll_poll_inflight_ios_total / hybridpoll_poll_waits_total): the queue depth the model is evaluated at. Absent when the loader does not count it.',
       ts, (t) => perDevice(t, t.inFlight)),
     family('model_poller_overhead_seconds', 'gauge',
       'The poller\'s time around its polling over the model window (fentry path), the inputs of the model at depth: part="call" per waiting call and part="submit" per I/O outside the poll loop before the issue (reaping CQEs, user space, the submission), part="lead" per waiting call from the last issue to the first poll, part="loop_reap" per completion inside the loop after the poll that found it, part="look" per poll call that found completions already there, part="look_io" per completion it found, part="wake_look" per sleep from the switch-in to that call.',
-      ts.flatMap((t) => (t.pollerCosts ? POLLER_PARTS.map((part) => ({ t, part })) : [])),
+      modelled.flatMap((t) => (t.pollerCosts ? POLLER_PARTS.map((part) => ({ t, part })) : [])),
       ({ t, part }) => ({ labels: { device: t.device, part }, value: s(t.pollerCosts![POLLER_PART_FIELD[part]]) })),
     family('model_input_info', 'gauge',
       'Where the model\'s inputs came from: device_time (censored_km, empirical, censored_only, rq_lat), wake_overhead and switch_cost (measured or default), and depth: qd1 (one I/O in flight: the closed forms) or simulation (the poller model at the measured depth). Always 1.',
@@ -90,6 +93,9 @@ export function modelFamilies(snap: Snapshot): MetricFamily[] {
         labels: { device: t.device, device_time: t.deviceTime.source, wake_overhead: t.wakeOverhead.source, switch_cost: t.switchCostSource, depth: t.depth?.method ?? 'qd1' },
         value: 1,
       })),
+    family('model_ring_shared', 'gauge',
+      'The device is polled by an io_uring ring that also polls other devices (1) or not (0): one poller serves them all and its loops and sleeps split between the devices, so the device\'s modelled figures (efficiency, optimal sleep, wasted CPU, what-if rows, self-check, measured CPU per I/O) are withheld; the ring\'s own CPU is hybridpoll_ring_poll_cpu_seconds_total.',
+      ts, (t) => ({ labels: { device: t.device }, value: t.sharedRing ? 1 : 0 })),
     family('model_window_seconds', 'gauge',
       'Time span the model\'s histogram deltas cover (up to --model.window; shorter right after start).',
       // only once the model has something to show (no BPF data: nothing to window)

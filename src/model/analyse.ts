@@ -320,7 +320,28 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
     ...(costs ? { pollerCosts: costs } : {}),
     ...(unresolved > 0 ? { bound: unresolvedBound(new WorstCase(m, dt.unresolved), best.sleepNs) } : {}),
   };
+  const shared = sharedRing(w, polledIos);
+  if (shared) {
+    const { efficiency: _e, wastedCpuCores: _w, modelCpuErrorRatio: _m, ...kept } = partial;
+    return {
+      ...kept,
+      sharedRing: shared,
+      advice: 'withheld',
+      recommendation: `${w.device}: polled by an io_uring ring that also polls other devices (${shared.pollsPerIo.toFixed(1)} shared poll calls per I/O): one poller serves them all, so this device's own figures are not modelled; see the ring's CPU (hybridpoll_ring_poll_cpu_seconds_total)`,
+    };
+  }
   return { ...partial, ...advise(partial) };
+}
+
+/** Shared poll calls per polled I/O above which a device counts as polled by a ring over several devices. */
+export const SHARED_RING_POLLS_PER_IO = 0.01;
+
+/** ModelTarget.sharedRing, when the window shows the device polled alongside another in one ring. */
+function sharedRing(w: DeviceWindow, polledIos: number | undefined): ModelTarget['sharedRing'] {
+  const polls = counter(w, 'shared_polls');
+  if (polls === undefined || !(polledIos && polledIos > 0)) return undefined;
+  const pollsPerIo = polls / polledIos;
+  return pollsPerIo > SHARED_RING_POLLS_PER_IO ? { pollsPerIo } : undefined;
 }
 
 /**

@@ -46,14 +46,16 @@ export class EfficiencyModel implements ModelStage {
         const d = this.window.delta(dev);
         const target = d ? analyse({ dev, ...ctx, era, ...(release ? { release } : {}), ...d }, this.opts) : undefined;
         if (target) targets.push(target);
-        // A device's counter starts with its first analysis and lives while the device is present.
-        const w = this.wasted.get(dev) ?? (target ? { device: ctx.device, seconds: 0 } : undefined);
+        // A device's counter starts with its first analysis and lives while the device is present;
+        // it does not count while a ring over several devices polls it (ModelTarget.sharedRing).
+        const modelled = target && !target.sharedRing ? target : undefined;
+        const w = this.wasted.get(dev) ?? (modelled ? { device: ctx.device, seconds: 0 } : undefined);
         if (!w) {
           yield;
           continue;
         }
         w.device = ctx.device;
-        w.seconds += target ? this.wastedSince(dev, target) : 0;
+        w.seconds += modelled ? this.wastedSince(dev, modelled) : 0;
         this.wasted.set(dev, w);
         yield;
       }

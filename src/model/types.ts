@@ -198,6 +198,14 @@ export interface ModelTarget {
   advice: 'model' | 'bounded' | 'withheld';
   /** one line for humans */
   recommendation: string;
+  /**
+   * present when an io_uring ring that polls this device also polls others (BPF: shared_polls,
+   * poll calls in passes over two devices' requests, per polled I/O): one poller serves them all,
+   * its loops and sleeps are split between the devices, and a per-device model has nothing right
+   * to work on (docs/validation.md "Rings"). The efficiency, wasted CPU and self-check are then
+   * left out, the metrics withhold every modelled figure, and the advice is `withheld`.
+   */
+  sharedRing?: { pollsPerIo: number };
 }
 
 /** How the model was evaluated at depth (ModelTarget.depth). */

@@ -150,7 +150,7 @@ const PROGRAM_COST_NS: Record<string, number> = {
 /** The loader's global counters that do not follow from the per-device ones: drops (none but a few missed issues at start-up). */
 const LOADER_COUNTERS: Record<string, number> = { start_map_full: 0, issue_missed: 3, task_map_full: 0, hist_map_full: 0, ts_from_map: 0, recursion_misses: 0 };
 
-const DEVICE_COUNTERS = ['polled_ios', 'classified_exact', 'classified_calibrated', 'sleeps_unmatched', 'waits', 'inflight_sum', ...POLLER_COUNTERS, 'sleeps', 'sleep_ns', 'spin_ns', 'overslept', 'spun'];
+const DEVICE_COUNTERS = ['polled_ios', 'classified_exact', 'classified_calibrated', 'sleeps_unmatched', 'waits', 'inflight_sum', 'shared_polls', ...POLLER_COUNTERS, 'sleeps', 'sleep_ns', 'spin_ns', 'overslept', 'spun'];
 
 /** One simulated I/O. */
 interface Io {

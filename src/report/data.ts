@@ -1,6 +1,6 @@
 // What `report` shows, as plain data: the model's analysis of every device between two snapshots,
 // with the context needed to read it. Pure: snapshots in, Report out; the renderers take it from here.
-import type { BpfRing, PollPath } from '../bpf/types.js';
+import { ringPollCpuNs, type BpfRing, type PollPath, type RingLoops } from '../bpf/types.js';
 import { analysePair, histIncrease, MIN_SAMPLES, type ModelTarget } from '../model/index.js';
 import { bucketPairs } from '../model/hist.js';
 import type { RecordingHeader } from '../record/format.js';
@@ -29,6 +29,8 @@ export interface ReportRing {
   hybridPollTimeNs: number | null;
   /** hybrid sleeps in the window */
   sleeps: number;
+  /** the ring's poll loops in the window, over every device it polls (a loader that counts them) */
+  loops?: { polledIos: number; cpuPerIoNs: number; cores: number };
 }
 
 /** A block device as sysfs/debugfs show it: can it poll at all? */
@@ -68,10 +70,11 @@ export interface BuildOptions {
   generatedAtMs: number;
 }
 
-function rings(from: SnapshotInputs, to: SnapshotInputs): ReportRing[] {
+function rings(from: SnapshotInputs, to: SnapshotInputs, seconds: number): ReportRing[] {
   const before = new Map<string, BpfRing>((from.bpf?.rings ?? []).map((r) => [r.ring, r]));
   return (to.bpf?.rings ?? []).map((r) => {
     const b = before.get(r.ring);
+    const loops = ringLoops(r.loops, b?.loops, seconds);
     return {
       ring: r.ring,
       comm: r.comm,
@@ -79,8 +82,20 @@ function rings(from: SnapshotInputs, to: SnapshotInputs): ReportRing[] {
       hybrid: r.hybrid,
       hybridPollTimeNs: r.hybridPollTimeNs,
       sleeps: b && r.sleeps >= b.sleeps ? r.sleeps - b.sleeps : r.sleeps,
+      ...(loops ? { loops } : {}),
     };
   });
+}
+
+/** A ring's polling CPU over the window (docs/metrics.md, hybridpoll_ring_poll_cpu_seconds_total). */
+function ringLoops(to: RingLoops | undefined, from: RingLoops | undefined, seconds: number): ReportRing['loops'] {
+  if (!to) return undefined;
+  const base = from && to.polledIos >= from.polledIos ? from : undefined;
+  const d = (k: keyof RingLoops) => to[k] - (base?.[k] ?? 0);
+  const polledIos = d('polledIos');
+  const cpuNs = ringPollCpuNs({ wallNs: d('wallNs'), offcpuNs: d('offcpuNs'), wakeLatencyNs: d('wakeLatencyNs') });
+  if (!(polledIos > 0) || !(seconds > 0)) return undefined;
+  return { polledIos, cpuPerIoNs: cpuNs / polledIos, cores: cpuNs / 1e9 / seconds };
 }
 
 /** The analysis between two snapshots of the same host (`from` earlier than `to`). */
@@ -120,7 +135,7 @@ export function buildReport(from: SnapshotInputs, to: SnapshotInputs, o: BuildOp
       ...(d.hctxByType ? { pollQueues: d.hctxByType['poll'] ?? 0 } : {}),
     })),
     devices,
-    rings: rings(from, to),
+    rings: rings(from, to, (to.takenAtMs - from.takenAtMs) / 1000),
     notes,
   };
 }

@@ -205,8 +205,23 @@ function caveatList(d: ReportDevice): string {
   return `<ul class="caveats">${items.map(([k, v]) => `<li data-caveat="${esc(k)}"><b>${esc(k)}:</b> ${esc(v!)}</li>`).join('')}</ul>`;
 }
 
+/** A device a ring over several devices polls: what was measured, and why the model's figures are withheld. */
+function sharedRingSection(t: ReportDevice['target']): string {
+  const m = t.measured;
+  return `<section class="device" id="device-${esc(t.device)}">
+<h2>${esc(t.device)} <span class="dim">${esc(t.dev)}${m ? ` · ${integer(m.iops)} polled IOPS` : ''} · window ${t.windowSeconds.toFixed(0)} s</span></h2>
+<div class="cards">
+${card('current sleep', duration(t.current.sleepNs), `${t.current.policy}, ${percent(t.current.sleptFraction, 0)} of I/Os (the ring's one sleep)`, 'current')}
+${card('oversleep', m?.oversleepRatio === undefined ? 'n/a' : percent(m.oversleepRatio), 'measured')}
+${card('shared ring', `${t.sharedRing!.pollsPerIo.toFixed(1)}`, 'poll calls per I/O in passes over several devices')}
+</div>
+<p class="recommendation">${esc(t.recommendation)} <b>[${esc(t.advice)}]</b></p>
+</section>`;
+}
+
 function deviceSection(d: ReportDevice): string {
   const t = d.target;
+  if (t.sharedRing) return sharedRingSection(t);
   const m = t.measured;
   const eff = t.efficiency === undefined ? 'n/a' : percent(t.efficiency, 0);
   return `<section class="device" id="device-${esc(t.device)}">
@@ -253,8 +268,8 @@ table.whatif{border-collapse:collapse;margin-top:1em;width:100%;font-variant-num
 
 export function renderHtml(r: Report): string {
   const src = r.source.kind === 'live' ? 'live snapshots' : `recording ${r.source.file} (${r.source.header.source}, created ${r.source.header.created})`;
-  const rings = r.rings.length === 0 ? '' : `<section class="device"><h2>io_uring rings</h2><table class="rings"><tr><th>ring</th><th>process</th><th>mode</th><th>hybrid_poll_time</th><th>kernel sleep</th><th>sleeps in window</th></tr>
-${r.rings.map((g) => `<tr><td>${esc(g.ring)}</td><td>${esc(g.comm)} (pid ${g.pid})</td><td>${g.hybrid ? 'hybrid' : 'classic'}</td><td>${g.hybridPollTimeNs === null ? 'no estimate' : duration(g.hybridPollTimeNs)}</td><td>${g.hybridPollTimeNs === null ? '' : duration(Math.floor(g.hybridPollTimeNs / 2))}</td><td>${integer(g.sleeps)}</td></tr>`).join('\n')}
+  const rings = r.rings.length === 0 ? '' : `<section class="device"><h2>io_uring rings</h2><table class="rings"><tr><th>ring</th><th>process</th><th>mode</th><th>hybrid_poll_time</th><th>kernel sleep</th><th>sleeps in window</th><th>poller CPU per I/O</th><th>poller CPU</th></tr>
+${r.rings.map((g) => `<tr><td>${esc(g.ring)}</td><td>${esc(g.comm)} (pid ${g.pid})</td><td>${g.hybrid ? 'hybrid' : 'classic'}</td><td>${g.hybridPollTimeNs === null ? 'no estimate' : duration(g.hybridPollTimeNs)}</td><td>${g.hybridPollTimeNs === null ? '' : duration(Math.floor(g.hybridPollTimeNs / 2))}</td><td>${integer(g.sleeps)}</td><td>${g.loops ? duration(g.loops.cpuPerIoNs) : 'n/a'}</td><td>${g.loops ? cores(g.loops.cores) : 'n/a'}</td></tr>`).join('\n')}
 </table></section>`;
   const notes = r.notes.length === 0 && r.devices.length > 0 ? '' : `<section class="device note-list"><h2>Notes</h2><ul>${(r.notes.length ? r.notes : ['nothing to analyse in this window']).map((n) => `<li>${esc(n)}</li>`).join('')}</ul></section>`;
   return `<!doctype html>

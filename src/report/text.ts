@@ -38,6 +38,10 @@ function device(d: ReportDevice): string[] {
   const lines = [`${t.device} (${t.dev})`];
   const kv = (k: string, v: string) => lines.push(`  ${k.padEnd(18)}${v}`);
   if (m) kv('polled I/O', `${integer(m.iops)} IOPS, ${integer(m.polledIos)} I/Os in ${t.windowSeconds.toFixed(0)} s`);
+  if (t.sharedRing) {
+    const tail = sharedRingLines(t, kv);
+    return [...lines, ...tail];
+  }
   const dt = t.deviceTime;
   const notes = d.caveats;
   kv('device time D', `mean ${duration(dt.meanNs)}, p50 ${duration(dt.p50Ns)}, p99 ${duration(dt.p99Ns)} (${dt.source}: ${integer(dt.samples)} samples, ${integer(dt.censored)} censored)`);
@@ -68,6 +72,18 @@ function device(d: ReportDevice): string[] {
   if (dt.unresolved > 0) lines.push(`  (in budget: with the unresolved ${percent(dt.unresolved)} at its found time; the recommendation says what holds whatever their times)`);
   lines.push('', `  => ${t.recommendation}${t.advice === 'model' ? '' : ` [${t.advice}]`}`);
   return lines;
+}
+
+/** A device a ring over several devices polls: what was measured, and why the model's figures are withheld. */
+function sharedRingLines(t: ReportDevice['target'], kv: (k: string, v: string) => void): string[] {
+  const c = t.current;
+  const m = t.measured;
+  const out: string[] = [];
+  kv('current sleep', `${duration(c.sleepNs)}  ${c.policy}${c.sleptFraction > 0 ? `, on ${percent(c.sleptFraction)} of I/Os (the ring's one sleep)` : ''}`);
+  kv('oversleep', m?.oversleepRatio === undefined ? 'not measured' : `${percent(m.oversleepRatio)} of slept I/Os already complete at wake-up`);
+  kv('shared ring', `${t.sharedRing!.pollsPerIo.toFixed(1)} poll calls per I/O in passes that also polled another device: one poller serves several devices, so efficiency, optimal sleep, wasted CPU and the what-if table are not modelled per device`);
+  out.push('', `  => ${t.recommendation} [${t.advice}]`);
+  return out;
 }
 
 /** "nvme0n1 (io_poll 1, 2 poll queues)" */
@@ -106,6 +122,7 @@ export function renderText(r: Report): string {
       g.hybrid ? 'hybrid' : 'classic',
       g.hybridPollTimeNs === null ? 'no estimate yet' : `hybrid_poll_time ${duration(g.hybridPollTimeNs)}, sleeps ${duration(Math.floor(g.hybridPollTimeNs / 2))}`,
       `${integer(g.sleeps)} sleeps in the window`,
+      g.loops ? `poller CPU ${duration(g.loops.cpuPerIoNs)} per I/O, ${cores(g.loops.cores)} over ${integer(g.loops.polledIos)} I/Os` : '',
     ])));
   }
   if (r.devices.length === 0 && r.notes.length === 0) lines.push('', 'Nothing to analyse in this window.');

@@ -161,6 +161,23 @@ describe('analyse', () => {
     expect(t.recommendation).toMatch(/^nvme0n1: the kernel polls without sleeping \(classic\); a static sleep of .* would save/);
   });
 
+  it('withholds the figures of a device that a ring over several devices polls, and says why', () => {
+    const w = windowOf({ n: 20_000, ...tight(5), sleepNs: 5000, cswNs: 1500, kernelEstimate: true });
+    const own = analyse(w, OPTS)!;
+    expect(own.sharedRing).toBeUndefined();
+    expect(own.efficiency).toBeDefined();
+    // 0.01 shared poll calls per I/O is within the noise the threshold allows; above it the device is shared
+    expect(analyse({ ...w, counters: { ...w.counters, shared_polls: 200 } }, OPTS)!.sharedRing).toBeUndefined();
+    const t = analyse({ ...w, counters: { ...w.counters, shared_polls: 3 * 20_000 } }, OPTS)!;
+    expect(t.sharedRing).toEqual({ pollsPerIo: 3 });
+    expect([t.efficiency, t.wastedCpuCores, t.modelCpuErrorRatio]).toEqual([undefined, undefined, undefined]);
+    expect(t.advice).toBe('withheld');
+    expect(t.recommendation).toMatch(/^nvme0n1: polled by an io_uring ring that also polls other devices \(3\.0 shared poll calls per I\/O\).*hybridpoll_ring_poll_cpu_seconds_total/);
+    // what was measured stays
+    expect(t.current.policy).toBe(own.current.policy);
+    expect(t.measured).toEqual(own.measured);
+  });
+
   it('judges MIN_SAMPLES on the timed completions of a sampled rq_lat, not its weighted count', () => {
     // 15 completions timed at --bpf.sample=64 read as 960 in the histogram: too few to model
     const w = windowOf({ n: 15, ...tight(6), sleepNs: 0, cswNs: 1500 }, { era: 'no_hybrid' });

@@ -38,6 +38,23 @@ function run(): Snapshot {
   return later;
 }
 
+describe('model metric families of a device a ring over several devices polls', () => {
+  it('withhold every modelled figure, keep what was measured, and say why', () => {
+    const model = new EfficiencyModel({ windowSeconds: 60, latencyBudget: 0.01 });
+    const shared = (s: Snapshot, polls: number): Snapshot => ({ ...s, bpf: { ...s.bpf!, deviceCounters: { '259:0': { ...s.bpf!.deviceCounters['259:0']!, shared_polls: polls } } } });
+    const a = shared(snap(0, 1000), 1000);
+    a.model = model.update(a);
+    const b = shared(snap(15, 20_000), 40_000);
+    b.model = model.update(b);
+    const byName = new Map(modelFamilies(b).map((f) => [f.name, f.samples]));
+    expect(byName.get('hybridpoll_model_ring_shared')).toEqual([{ labels: { device: 'nvme0n1' }, value: 1 }]);
+    for (const n of ['sleep_efficiency_ratio', 'optimal_sleep_seconds', 'wasted_cpu_cores', 'measured_cpu_seconds_per_io', 'model_cpu_error_ratio', 'model_device_time_mean_seconds', 'policy_cpu_seconds_per_io', 'wasted_cpu_seconds_total']) {
+      expect(byName.get(`hybridpoll_${n}`), n).toEqual([]);
+    }
+    for (const n of ['current_sleep_seconds', 'polled_iops', 'oversleep_ratio', 'model_input_info']) expect(byName.get(`hybridpoll_${n}`)!.length, n).toBe(1);
+  });
+});
+
 describe('model metric families', () => {
   const s = run();
   const fams = modelFamilies(s);

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { recordingWindow } from '../../src/cli/reportRun.js';
 import { SYNTHETIC_RECORDING } from '../../src/record/shipped.js';
 import { buildReport, type Report } from '../../src/report/data.js';
+import { renderHtml } from '../../src/report/html.js';
 import { renderJson } from '../../src/report/json.js';
 import { renderText } from '../../src/report/text.js';
 import { placeLabels } from '../../src/report/svg.js';
@@ -160,5 +161,21 @@ describe('report command', () => {
     const r = spawnSync(process.execPath, [CLI, 'report', '--from-recording', bad], { encoding: 'utf8', timeout: 30000 });
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/error: .*bad\.jsonl:3: frame: takenAtMs: expected a finite number, got string/);
+  });
+});
+
+describe('report on a device a ring over several devices polls', () => {
+  it('shows what was measured and why the model is withheld, not the per-device model', async () => {
+    const r = await firstPhase();
+    const d = r.devices[0]!;
+    const { efficiency: _e, wastedCpuCores: _w, modelCpuErrorRatio: _m, ...t } = d.target;
+    const shared: Report = { ...r, devices: [{ ...d, target: { ...t, sharedRing: { pollsPerIo: 2.5 }, advice: 'withheld', recommendation: 'nvme0n1: polled by an io_uring ring that also polls other devices' } }] };
+    const text = renderText(shared);
+    expect(text).toMatch(/shared ring +2\.5 poll calls per I\/O .* not modelled per device/);
+    expect(text).toMatch(/=> nvme0n1: polled by an io_uring ring that also polls other devices \[withheld\]/);
+    expect(text).not.toMatch(/^ {2}(optimal sleep|efficiency|wasted CPU|CPU per I\/O) |what-if, per I\/O/m);
+    const html = renderHtml(shared);
+    expect(html).toContain('shared ring');
+    expect(html).not.toContain('optimal sleep');
   });
 });

@@ -44,6 +44,8 @@ export interface ExporterFigures {
   modelMeanDeviceTime: number | undefined;
   /** the model's self-check: modelled cpu(current) / measured CPU per I/O − 1 */
   modelSelfError: number | undefined;
+  /** hybridpoll_model_ring_shared after the run: 1 when a ring over several devices polls the device (its model figures withheld) */
+  ringShared: number | undefined;
   /** mean polled I/Os in flight at the start of a waiting call, as the model read it */
   inFlight: number | undefined;
   /** how the model was evaluated: qd1 (closed forms) or simulation (the poller model at depth) */
@@ -225,6 +227,7 @@ export function exporterFigures(r: RunRecord, majmin?: string): ExporterFigures 
     efficiency: value(a, 'hybridpoll_sleep_efficiency_ratio', dev),
     wastedCores: value(a, 'hybridpoll_wasted_cpu_cores', dev),
     modelSelfError: value(a, 'hybridpoll_model_cpu_error_ratio', dev),
+    ringShared: value(a, 'hybridpoll_model_ring_shared', dev),
     inFlight: value(a, 'hybridpoll_model_in_flight_ios', dev),
     depthMethod: inputs?.depth,
     deviceTimeSource: inputs?.device_time,
