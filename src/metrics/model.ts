@@ -94,7 +94,7 @@ export function modelFamilies(snap: Snapshot): MetricFamily[] {
         value: 1,
       })),
     family('model_ring_shared', 'gauge',
-      'The device is polled by an io_uring ring that also polls other devices (1) or not (0): one poller serves them all and its loops and sleeps split between the devices, so the device\'s modelled figures (efficiency, optimal sleep, wasted CPU, what-if rows, self-check, measured CPU per I/O) are withheld; the ring\'s own CPU is hybridpoll_ring_poll_cpu_seconds_total.',
+      'The device is polled by an io_uring ring that also polls other devices (1) or not (0): one poller serves them all and its loops and sleeps split between the devices, so the device\'s modelled figures (efficiency, optimal sleep, wasted CPU, the what-if rows, self-check, measured CPU per I/O, E[D], c_sw) are withheld; the ring\'s own CPU is hybridpoll_ring_poll_cpu_seconds_total.',
       ts, (t) => ({ labels: { device: t.device }, value: t.sharedRing ? 1 : 0 })),
     family('model_window_seconds', 'gauge',
       'Time span the model\'s histogram deltas cover (up to --model.window; shorter right after start).',
