@@ -116,10 +116,15 @@ export function check1(s: SessionRuns, sc: Scenario): CheckResult[] {
   ];
 }
 
+/** The item with the largest |err|, a NaN err counting as largest; undefined for none. */
+export function worstOf<T extends { err: number }>(xs: readonly T[]): T | undefined {
+  return xs.reduce<T | undefined>((w, x) => (!w || !(Math.abs(x.err) <= Math.abs(w.err)) ? x : w), undefined);
+}
+
 /** Worst case over runs of a within-run comparison. */
 export function everyRun(runs: RunFigures[], f: (r: RunFigures) => { err: number; text: string }, tol: number) {
   const all = runs.map(f);
-  const worst = all.reduce<{ err: number; text: string } | undefined>((w, x) => (!w || !(Math.abs(x.err) <= Math.abs(w.err)) ? x : w), undefined);
+  const worst = worstOf(all);
   return { measured: all.map((x) => x.text).join('; ') || 'no runs', pass: all.length > 0 && all.every((x) => within(x.err, tol)), worst };
 }
 

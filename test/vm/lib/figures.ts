@@ -8,10 +8,9 @@ export interface RingFigures {
   hybrid: string;
   comm: string;
   hybridPollTimeSeconds: number | undefined;
-  /** over the run: the ring's reaped completions, poll loops, sleeps and poller CPU in its loops (hybridpoll_ring_*) */
+  /** over the run: the ring's reaped completions, poll loops and poller CPU in its loops (hybridpoll_ring_*) */
   polledIos: number | undefined;
   loops: number | undefined;
-  sleeps: number | undefined;
   cpuSeconds: number | undefined;
 }
 
@@ -164,7 +163,6 @@ function ringOf(before: Scrape, after: Scrape, pid: number): RingFigures | undef
     hybridPollTimeSeconds: value(after, 'hybridpoll_ring_hybrid_poll_time_seconds', { ring }),
     polledIos: d('hybridpoll_ring_polled_ios_total'),
     loops: d('hybridpoll_ring_poll_loops_total'),
-    sleeps: d('hybridpoll_ring_poll_sleeps_total'),
     cpuSeconds: d('hybridpoll_ring_poll_cpu_seconds_total'),
   };
 }

@@ -6,9 +6,9 @@
 //   minimum over every device it polls, so the slow device sleeps what the fast one allows. One
 //   poller serves both devices: the ring's own figures are checked against it, each device's
 //   counts against the driver's, and the exporter must withhold its per-device model there.
-import { BOUNDS, cpuBound, everyRun, num, outsideWindow, pct, relErr, us, type CheckResult, type SessionRuns } from './checks.js';
-import { deviceTruth, exporterFigures, type ExporterFigures, type RingFigures, type RunFigures } from './figures.js';
-import { MODES, type DriverResult, type PollMode, type Scenario } from './session.js';
+import { BOUNDS, cpuBound, everyRun, num, outsideWindow, pct, relErr, us, worstOf, type CheckResult, type SessionRuns } from './checks.js';
+import { deviceTruth, driverFigures, exporterFigures, type DriverFigures, type ExporterFigures, type RingFigures, type RunFigures } from './figures.js';
+import { MODES, type PollMode, type Scenario } from './session.js';
 
 const modeName = (mode: string) => (mode === 'poll' ? 'classic' : 'hybrid');
 
@@ -24,11 +24,11 @@ export function checkRings(s: SessionRuns, sc: Scenario): CheckResult[] {
 
 function ringFigures(s: SessionRuns, sc: Scenario, mode: PollMode): CheckResult[] {
   const runs = s.get(sc.id, 'fentry', mode);
-  const perProcess = (f: (p: DriverResult, ring: RingFigures | undefined, r: RunFigures) => { err: number; text: string }) => (r: RunFigures) => {
+  // each process's own figures (driverFigures) against its ring's
+  const perProcess = (f: (p: DriverFigures, ring: RingFigures | undefined, r: RunFigures) => { err: number; text: string }) => (r: RunFigures) => {
     const procs = r.run.driver.procs ?? [r.run.driver];
-    const all = procs.map((p, i) => f(p, r.exporter?.rings[i]?.ring, r));
-    const worst = all.reduce((w, x) => (!(Math.abs(x.err) <= Math.abs(w.err)) ? x : w), all[0] ?? { err: NaN, text: '' });
-    return { err: worst.err, text: all.map((x, i) => `pid ${procs[i]!.pid}: ${x.text}`).join(', ') };
+    const all = procs.map((p, i) => f(driverFigures({ ...r.run, driver: p }), r.exporter?.rings[i]?.ring, r));
+    return { err: worstOf(all)?.err ?? NaN, text: all.map((x, i) => `pid ${procs[i]!.pid}: ${x.text}`).join(', ') };
   };
   const count = everyRun(runs, perProcess((p, ring) => {
     const err = relErr(ring?.polledIos, p.ios);
@@ -37,11 +37,10 @@ function ringFigures(s: SessionRuns, sc: Scenario, mode: PollMode): CheckResult[
   const cpu = everyRun(runs, perProcess((p, ring, r) => {
     const loops = (r.exporter?.rings ?? []).reduce((a, x) => a + (x.ring?.loops ?? NaN), 0);
     const edge = (outsideWindow(r) * (ring?.loops ?? NaN)) / loops / p.ios;
-    const res = (p.cpu.wait_calls * p.cpu.empty_enter_ns) / 1e9 / p.ios;
+    const res = p.syscallResidueSeconds / p.ios;
     const own = (ring?.cpuSeconds ?? NaN) / (ring?.polledIos ?? NaN);
-    const wait = p.cpu.wait_s / p.ios;
-    const err = relErr(own + res + edge, wait);
-    return { err, text: `ring ${us(own)}/IO + residue ${us(res)}/IO + loop-edge BPF ${us(edge)}/IO vs wait phase ${us(wait)}/IO (${pct(err)})` };
+    const err = relErr(own + res + edge, p.waitCpuPerIo);
+    return { err, text: `ring ${us(own)}/IO + residue ${us(res)}/IO + loop-edge BPF ${us(edge)}/IO vs wait phase ${us(p.waitCpuPerIo)}/IO (${pct(err)})` };
   }), cpuBound(sc));
   // every ring polls this one device alone: the model applies (ModelTarget.sharedRing unset)
   const own = everyRun(runs, (r) => ({ err: r.exporter?.ringShared === 0 ? 0 : NaN, text: `ring_shared ${num(r.exporter?.ringShared)}` }), 0);
@@ -118,8 +117,7 @@ export function checkSharedRing(s: SessionRuns, sc: Scenario): CheckResult[] {
     const count = everyRun(runs, (r) => {
       const devs = ringDevices(s, r);
       const errs = devs.map((d) => relErr(d.exporter?.polledIos, d.ios));
-      const worst = errs.reduce((w, e) => (!(Math.abs(e) <= Math.abs(w)) ? e : w), 0);
-      return { err: devs.length ? worst : NaN, text: devs.map((d, i) => `${d.device}: exporter ${num(d.exporter?.polledIos)} vs driver ${num(d.ios)} (${pct(errs[i]!)})`).join(', ') || 'no devices' };
+      return { err: worstOf(errs.map((err) => ({ err })))?.err ?? NaN, text: devs.map((d, i) => `${d.device}: exporter ${num(d.exporter?.polledIos)} vs driver ${num(d.ios)} (${pct(errs[i]!)})`).join(', ') || 'no devices' };
     }, BOUNDS.count);
     out.push({ id: id('count'), scenario: sc.id, title: `${what}: polled I/Os per device of the ring, exporter vs driver`, measured: count.measured, bound: `±${BOUNDS.count * 100}%`, pass: count.pass });
     const ringCount = everyRun(runs, (r) => {
