@@ -5,8 +5,8 @@
 // the collector forget() for devices that are gone (else their series would stay forever).
 import { NB } from '../model/buckets.js';
 import { addBuckets } from '../model/hist.js';
-import { DEFAULT_MAX_RINGS, OTHER_RING, RingLabels } from './ringLabels.js';
-import { RING_LOOP_FIELDS, type BpfProgramStatus, type BpfRing, type BpfSnapshot, type BucketHist, type HistKind, type RingLoops } from './types.js';
+import { DEFAULT_MAX_RINGS, RingLabels } from './ringLabels.js';
+import { mapRingLoops, type BpfProgramStatus, type BpfRing, type BpfSnapshot, type BucketHist, type HistKind } from './types.js';
 
 interface Total {
   base: number;
@@ -138,11 +138,11 @@ export class RestartAccumulator {
    * Rings of the current run, under their labels (ringLabels.ts); a ring reported earlier in this
    * run and now absent has exited.
    */
-  private rings(cur: BpfRing[]): { rings: BpfRing[]; others: number } {
+  private rings(cur: BpfRing[]): { rings: BpfRing[]; others?: number } {
     const out = cur.map((r) => {
       this.ringSeen.set(r.ring, this.run);
       const g = `r:${r.ring}`;
-      const loops = r.loops ? (Object.fromEntries(RING_LOOP_FIELDS.map((k) => [k, this.see(g, k, r.loops![k])])) as unknown as RingLoops) : undefined;
+      const loops = r.loops ? mapRingLoops((k) => this.see(g, k, r.loops![k])) : undefined;
       return { ...r, sleeps: this.see(g, 'sleeps', r.sleeps), iopollPasses: this.see(g, 'passes', r.iopollPasses), ...(loops ? { loops } : {}) };
     });
     const present = new Set(cur.map((r) => r.ring));
@@ -159,8 +159,8 @@ export class RestartAccumulator {
   }
 }
 
-const ringsOf = (r: { rings: BpfRing[]; others: number }): Pick<BpfSnapshot, 'rings' | 'ringsOther'> =>
-  ({ rings: r.rings, ...(r.rings.some((x) => x.ring === OTHER_RING) ? { ringsOther: r.others } : {}) });
+const ringsOf = (r: { rings: BpfRing[]; others?: number }): Pick<BpfSnapshot, 'rings' | 'ringsOther'> =>
+  ({ rings: r.rings, ...(r.others !== undefined ? { ringsOther: r.others } : {}) });
 
 function fold(t: HistTotal): void {
   if (!t.last) return;

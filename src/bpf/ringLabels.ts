@@ -3,7 +3,7 @@
 // an "other" ring that exits leaves its counts in the aggregate, so every ring counter stays
 // monotonic (rate() stays right) and the series count stays bounded as rings come and go.
 // Pure state machine over restart-adjusted rings (accumulate.ts).
-import { RING_LOOP_FIELDS, type BpfRing, type RingLoops } from './types.js';
+import { mapRingLoops, type BpfRing, type RingLoops } from './types.js';
 
 /** The label of the aggregate; ring ids are 12 hex digits, so it cannot clash with one. */
 export const OTHER_RING = 'other';
@@ -18,9 +18,7 @@ interface Counts {
 const countsOf = (r: BpfRing): Counts => ({ sleeps: r.sleeps, iopollPasses: r.iopollPasses, ...(r.loops ? { loops: { ...r.loops } } : {}) });
 
 function add(a: Counts, b: Counts): Counts {
-  const loops = a.loops && b.loops
-    ? (Object.fromEntries(RING_LOOP_FIELDS.map((k) => [k, a.loops![k] + b.loops![k]])) as unknown as RingLoops)
-    : a.loops ?? b.loops;
+  const loops = a.loops && b.loops ? mapRingLoops((k) => a.loops![k] + b.loops![k]) : a.loops ?? b.loops;
   return { sleeps: a.sleeps + b.sleeps, iopollPasses: a.iopollPasses + b.iopollPasses, ...(loops ? { loops: { ...loops } } : {}) };
 }
 
@@ -37,9 +35,10 @@ export class RingLabels {
 
   /**
    * The rings to expose: each labeled one as it is, then (once any ring went there) the aggregate
-   * of the others, with `others` = how many live rings it holds now. `exited`: rings gone for good.
+   * of the others, with `others` = how many live rings it holds now (absent while there is no
+   * aggregate). `exited`: rings gone for good.
    */
-  apply(rings: readonly BpfRing[], exited: Iterable<string>): { rings: BpfRing[]; others: number } {
+  apply(rings: readonly BpfRing[], exited: Iterable<string>): { rings: BpfRing[]; others?: number } {
     for (const id of exited) {
       this.labeled.delete(id);
       const c = this.others.get(id);
@@ -50,16 +49,15 @@ export class RingLabels {
     }
     const out: BpfRing[] = [];
     for (const r of rings) {
-      if (!this.labeled.has(r.ring) && !this.others.has(r.ring)) {
-        if (this.labeled.size < this.max) this.labeled.add(r.ring);
-        else this.others.set(r.ring, countsOf(r));
-      }
+      // a new ring takes a free label; one that found none stays under "other" for its life
+      if (!this.labeled.has(r.ring) && !this.others.has(r.ring) && this.labeled.size < this.max) this.labeled.add(r.ring);
       if (this.labeled.has(r.ring)) out.push(r);
       else this.others.set(r.ring, countsOf(r));
     }
     let sum = this.base;
     for (const c of this.others.values()) sum = sum ? add(sum, c) : c;
-    if (sum) out.push({ ring: OTHER_RING, pid: 0, comm: '', flags: 0, hybrid: false, hybridPollTimeNs: null, ...sum });
+    if (!sum) return { rings: out };
+    out.push({ ring: OTHER_RING, pid: 0, comm: '', flags: 0, hybrid: false, hybridPollTimeNs: null, ...sum });
     return { rings: out, others: this.others.size };
   }
 }

@@ -80,6 +80,10 @@ export interface RingLoops {
 
 export const RING_LOOP_FIELDS = ['polledIos', 'count', 'wallNs', 'spinNs', 'offcpuNs', 'wakeLatencyNs'] as const satisfies readonly (keyof RingLoops)[];
 
+/** A RingLoops whose every field is f of its name (sums, restart adjustment, replay shifts). */
+export const mapRingLoops = (f: (k: keyof RingLoops) => number): RingLoops =>
+  Object.fromEntries(RING_LOOP_FIELDS.map((k) => [k, f(k)])) as unknown as RingLoops;
+
 /** The poller's CPU in a ring's loops (or a difference of two readings), ns: wall − off-CPU + the wake latency the 6.13+ scheduler charges. */
 export const ringPollCpuNs = (l: Pick<RingLoops, 'wallNs' | 'offcpuNs' | 'wakeLatencyNs'>): number =>
   Math.max(0, l.wallNs - l.offcpuNs + Math.min(l.offcpuNs, l.wakeLatencyNs));

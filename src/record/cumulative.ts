@@ -1,7 +1,7 @@
 // The cumulative values of a frame (counters, histogram buckets, sums) and how to shift them, so a
 // looping replay can continue every counter from where the previous pass ended instead of
 // jumping back to the recording's first values. Pure.
-import { RING_LOOP_FIELDS, type BpfSnapshot, type BucketHist, type RingLoops } from '../bpf/types.js';
+import { mapRingLoops, type BpfSnapshot, type BucketHist } from '../bpf/types.js';
 import { bucketPairs, flatBuckets } from '../model/hist.js';
 import type { SnapshotInputs } from '../snapshot/types.js';
 import type { DeviceReading } from '../sources/types.js';
@@ -76,7 +76,7 @@ function mapBpf(
       ...r,
       sleeps: scalar(`ring|${r.ring}|sleeps`, r.sleeps),
       iopollPasses: scalar(`ring|${r.ring}|iopollPasses`, r.iopollPasses),
-      ...(r.loops ? { loops: Object.fromEntries(RING_LOOP_FIELDS.map((k) => [k, scalar(`ring|${r.ring}|loops|${k}`, r.loops![k])])) as unknown as RingLoops } : {}),
+      ...(r.loops ? { loops: mapRingLoops((k) => scalar(`ring|${r.ring}|loops|${k}`, r.loops![k])) } : {}),
     })),
     counters: mapRecord('counter', b.counters),
     deviceCounters: Object.fromEntries(Object.entries(b.deviceCounters).map(([dev, r]) => [dev, mapRecord(`devcounter|${dev}`, r)])),
