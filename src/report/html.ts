@@ -208,15 +208,26 @@ function caveatList(d: ReportDevice): string {
 /** A device a ring over several devices polls: what was measured, and why the model's figures are withheld. */
 function sharedRingSection(t: ReportDevice['target']): string {
   const m = t.measured;
-  return `<section class="device" id="device-${esc(t.device)}">
-<h2>${esc(t.device)} <span class="dim">${esc(t.dev)}${m ? ` · ${integer(m.iops)} polled IOPS` : ''} · window ${t.windowSeconds.toFixed(0)} s</span></h2>
+  return `${sectionHead(t)}
 <div class="cards">
 ${card('current sleep', duration(t.current.sleepNs), `${t.current.policy}, ${percent(t.current.sleptFraction, 0)} of I/Os (the ring's one sleep)`, 'current')}
 ${card('oversleep', m?.oversleepRatio === undefined ? 'n/a' : percent(m.oversleepRatio), 'measured')}
 ${card('shared ring', `${t.sharedRing!.pollsPerIo.toFixed(1)}`, 'poll calls per I/O in passes over several devices')}
 </div>
-<p class="recommendation">${esc(t.recommendation)} <b>[${esc(t.advice)}]</b></p>
+${recommendation(t)}
 </section>`;
+}
+
+/** A device section's opening and heading: name, number, polled IOPS, window. */
+function sectionHead(t: ReportDevice['target']): string {
+  const m = t.measured;
+  return `<section class="device" id="device-${esc(t.device)}">
+<h2>${esc(t.device)} <span class="dim">${esc(t.dev)}${m ? ` · ${integer(m.iops)} polled IOPS` : ''} · window ${t.windowSeconds.toFixed(0)} s</span></h2>`;
+}
+
+/** The recommendation, with what it rests on unless that is the model. */
+function recommendation(t: ReportDevice['target']): string {
+  return `<p class="recommendation">${esc(t.recommendation)}${t.advice === 'model' ? '' : ` <b>[${esc(t.advice)}]</b>`}</p>`;
 }
 
 function deviceSection(d: ReportDevice): string {
@@ -224,8 +235,7 @@ function deviceSection(d: ReportDevice): string {
   if (t.sharedRing) return sharedRingSection(t);
   const m = t.measured;
   const eff = t.efficiency === undefined ? 'n/a' : percent(t.efficiency, 0);
-  return `<section class="device" id="device-${esc(t.device)}">
-<h2>${esc(t.device)} <span class="dim">${esc(t.dev)}${m ? ` · ${integer(m.iops)} polled IOPS` : ''} · window ${t.windowSeconds.toFixed(0)} s</span></h2>
+  return `${sectionHead(t)}
 <div class="cards">
 ${card('current sleep', duration(t.current.sleepNs), `${t.current.policy}, ${percent(t.current.sleptFraction, 0)} of I/Os`, 'current')}
 ${card('optimal sleep', duration(t.best.sleepNs), `best static, ${percent(t.latencyBudget, 0)} latency budget`, 'optimal')}
@@ -234,7 +244,7 @@ ${card('wasted CPU', t.wastedCpuCores === undefined ? 'n/a' : cores(t.wastedCpuC
 ${card('oversleep', m?.oversleepRatio === undefined ? 'n/a' : percent(m.oversleepRatio), `adds ${duration(t.current.outcome.lateNs)} per I/O`)}
 ${card('CPU per I/O', m ? duration(m.cpuPerIoNs) : 'n/a', `modelled ${duration(t.current.outcome.cpuNs)}${t.modelCpuErrorRatio === undefined ? '' : ` (${t.modelCpuErrorRatio >= 0 ? '+' : ''}${percent(t.modelCpuErrorRatio)})`}`)}
 </div>
-<p class="recommendation">${esc(t.recommendation)}${t.advice === 'model' ? '' : ` <b>[${esc(t.advice)}]</b>`}</p>
+${recommendation(t)}
 ${caveatList(d)}
 <div class="charts">
 <figure>${latencyChart(d)}<figcaption>Latency distribution: measured issue → reaped, and the device time D estimated from ${integer(t.deviceTime.samples)} samples (${integer(t.deviceTime.censored)} censored). Wake overhead O: mean ${duration(t.wakeOverhead.meanNs)}; c_sw ${duration(t.switchCostNs)}.</figcaption></figure>

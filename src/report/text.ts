@@ -39,8 +39,8 @@ function device(d: ReportDevice): string[] {
   const kv = (k: string, v: string) => lines.push(`  ${k.padEnd(18)}${v}`);
   if (m) kv('polled I/O', `${integer(m.iops)} IOPS, ${integer(m.polledIos)} I/Os in ${t.windowSeconds.toFixed(0)} s`);
   if (t.sharedRing) {
-    const tail = sharedRingLines(t, kv);
-    return [...lines, ...tail];
+    sharedRingRows(t, kv);
+    return [...lines, ...verdict(t)];
   }
   const dt = t.deviceTime;
   const notes = d.caveats;
@@ -70,20 +70,20 @@ function device(d: ReportDevice): string[] {
   ];
   lines.push(...table(rows).map((l) => `  ${l}`));
   if (dt.unresolved > 0) lines.push(`  (in budget: with the unresolved ${percent(dt.unresolved)} at its found time; the recommendation says what holds whatever their times)`);
-  lines.push('', `  => ${t.recommendation}${t.advice === 'model' ? '' : ` [${t.advice}]`}`);
+  lines.push(...verdict(t));
   return lines;
 }
 
+/** The recommendation line, with what it rests on unless that is the model. */
+const verdict = (t: ReportDevice['target']): string[] => ['', `  => ${t.recommendation}${t.advice === 'model' ? '' : ` [${t.advice}]`}`];
+
 /** A device a ring over several devices polls: what was measured, and why the model's figures are withheld. */
-function sharedRingLines(t: ReportDevice['target'], kv: (k: string, v: string) => void): string[] {
+function sharedRingRows(t: ReportDevice['target'], kv: (k: string, v: string) => void): void {
   const c = t.current;
   const m = t.measured;
-  const out: string[] = [];
   kv('current sleep', `${duration(c.sleepNs)}  ${c.policy}${c.sleptFraction > 0 ? `, on ${percent(c.sleptFraction)} of I/Os (the ring's one sleep)` : ''}`);
   kv('oversleep', m?.oversleepRatio === undefined ? 'not measured' : `${percent(m.oversleepRatio)} of slept I/Os already complete at wake-up`);
   kv('shared ring', `${t.sharedRing!.pollsPerIo.toFixed(1)} poll calls per I/O in passes that also polled another device: one poller serves several devices, so efficiency, optimal sleep, wasted CPU and the what-if table are not modelled per device`);
-  out.push('', `  => ${t.recommendation} [${t.advice}]`);
-  return out;
 }
 
 /** "nvme0n1 (io_poll 1, 2 poll queues)" */
