@@ -375,11 +375,10 @@ function bpfPrograms() {
 }
 
 /** hpdrive's result once it has printed it (a held ring stays open after that) or exited. */
-async function driveResult(st) {
+async function driveResult(st, withBeside) {
   if (!st.held) await st.done;
   await st.line;
-  // beside one process: every thread but the pollers of this run
-  const beside = st.threadsBefore ? topBeside(st.threadsBefore, threadTimes(drives.map((d) => d.child.pid))) : [];
+  const beside = withBeside && st.threadsBefore ? topBeside(st.threadsBefore, threadTimes([st.child.pid])) : [];
   const line = st.stdout.trim().split('\n').pop() ?? '';
   let result = null;
   try {
@@ -390,9 +389,13 @@ async function driveResult(st) {
   return { exit: st.exit, result, beside, stdout: st.stdout.slice(-4000), stderr: st.stderr.slice(-4000) };
 }
 
-/** Every process's result of the current run: one result, or { procs: [...] } when `many` were asked for. */
+/**
+ * Every process's result of the current run: one result, or { procs: [...] } when `many` were
+ * asked for. Processes side by side run beside each other, so only a lone one gets the threads
+ * that ran beside it (a walk of /proc).
+ */
 async function drivesResult(many) {
-  const rs = await Promise.all(drives.map(driveResult));
+  const rs = await Promise.all(drives.map((d) => driveResult(d, drives.length === 1)));
   return many ? { procs: rs } : rs[0];
 }
 
