@@ -757,12 +757,16 @@ static __always_inline void pend_record(struct task_st *st, u32 dev, struct dev_
  * that inlines ring_get is near the 512-byte stack limit) */
 static struct ring_st ring_zero;
 
-static __always_inline void shared_poll(u32 dev)
+/* a poll call on dev in a pass that also polled `with`: the device it shares its poller with */
+static __always_inline void shared_poll(u32 dev, u32 with)
 {
 	struct dev_ctr *dc = dev_ctr_get(dev);
 
-	if (dc)
+	if (dc) {
 		dc->shared_polls++;
+		if (with != dev)
+			dc->shared_with = with;
+	}
 }
 
 /* The ring's entry; created (with its process, setup flags and comm) when rctx is given. */
@@ -1329,10 +1333,10 @@ int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsig
 		st->pass_dev = st->dev;
 	} else if (st->dev != st->pass_dev && !st->pass_multi) {
 		st->pass_multi = 1;
-		shared_poll(st->pass_dev);
+		shared_poll(st->pass_dev, st->dev);
 	}
 	if (st->pass_multi)
-		shared_poll(st->dev);
+		shared_poll(st->dev, st->pass_dev);
 	/* Runs once per request per pass. A loop with no sleep needs nothing else here: its found
 	 * time and the call lengths only serve the spin after a sleep and the classification of
 	 * slept requests (classic polling then costs one lookup and a few stores) */

@@ -116,6 +116,10 @@ struct dev_ctr {
 	 * requests: a ring over several devices, one poller for all of them (its per-device records
 	 * split the ring's loops; the model leaves such a device's figures out) */
 	__u64 shared_polls;
+	/* fentry: a device polled in such a pass together with this one (the pass's first device, or
+	 * for that one the second): plain store, the last seen; linking every device of a ring to
+	 * another of it, so the exporter can group a ring's devices and model them as one poller */
+	__u32 shared_with;
 };
 
 /* Per device, shared: calibration of the found_slept / dev_spun split. Plain stores: a lost

@@ -688,6 +688,8 @@ static void dump_devs(struct hpoll *skel)
 				agg.look_kns += d->look_kns;
 				agg.wake_look_ns += d->wake_look_ns;
 				agg.shared_polls += d->shared_polls;
+				if (d->shared_with)
+					agg.shared_with = d->shared_with;
 			}
 		agg.polled_ios += slot_polled(key);
 		bpf_map_lookup_elem(kfd, &key, &cal);
@@ -698,7 +700,7 @@ static void dump_devs(struct hpoll *skel)
 		       "\"gap_kk\":%llu,\"gap_kns\":%llu,\"reap_ns\":%llu,\"reaped\":%llu,"
 		       "\"lead_ns\":%llu,\"leads\":%llu,\"looks\":%llu,\"look_ns\":%llu,"
 		       "\"look_k\":%llu,\"look_kk\":%llu,\"look_kns\":%llu,\"wake_look_ns\":%llu,"
-		       "\"shared_polls\":%llu}",
+		       "\"shared_polls\":%llu",
 		       n ? "," : "",
 		       key >> 20, key & 0xfffff, (unsigned long long)agg.polled_ios,
 		       (unsigned long long)agg.exact, (unsigned long long)agg.calibrated,
@@ -714,6 +716,10 @@ static void dump_devs(struct hpoll *skel)
 		       (unsigned long long)agg.look_k, (unsigned long long)agg.look_kk,
 		       (unsigned long long)agg.look_kns, (unsigned long long)agg.wake_look_ns,
 		       (unsigned long long)agg.shared_polls);
+		if (agg.shared_with)
+			printf(",\"shared_with\":\"%u:%u\"}", agg.shared_with >> 20, agg.shared_with & 0xfffff);
+		else
+			printf("}");
 	}
 	printf("]");
 	free(devs);

@@ -68,6 +68,8 @@ export interface LoaderDevice {
   inflightSum?: number;
   /** poll calls in passes that also polled another device (a ring over several devices); absent from older loaders */
   sharedPolls?: number;
+  /** a device polled in such a pass together with this one (the loader's last seen); absent when none or from older loaders */
+  sharedWith?: string;
   /** the poller's time around its polling (fentry path, hpoll.h dev_ctr); absent from older loaders */
   poller?: Partial<Record<PollerCounter, number>>;
 }
@@ -302,6 +304,7 @@ function parseDevice(v: unknown, path: string): LoaderDevice {
     ...(o['waits'] !== undefined ? { waits: count(o['waits'], `${path}.waits`) } : {}),
     ...(o['inflight_sum'] !== undefined ? { inflightSum: count(o['inflight_sum'], `${path}.inflight_sum`) } : {}),
     ...(o['shared_polls'] !== undefined ? { sharedPolls: count(o['shared_polls'], `${path}.shared_polls`) } : {}),
+    ...(o['shared_with'] !== undefined ? { sharedWith: dev(o['shared_with'], `${path}.shared_with`) } : {}),
     ...(o['gaps'] !== undefined
       ? { poller: Object.fromEntries([...POLLER_COUNTERS, ...(o['looks'] !== undefined ? LOOK_COUNTERS : [])].map((k) => [k, count(o[k], `${path}.${k}`)])) }
       : {}),
@@ -447,7 +450,10 @@ export function toBpfSnapshot(hello: LoaderHello, snap: LoaderSnap): BpfSnapshot
     sampleRate: snap.sample,
     bpfStats: snap.bpfStats,
     programs,
-    devices: [...byDev.entries()].map(([dev, hists]) => ({ dev, hists })),
+    devices: [...byDev.entries()].map(([dev, hists]) => {
+      const sharedWith = snap.devices.find((x) => x.dev === dev)?.sharedWith;
+      return { dev, hists, ...(sharedWith ? { sharedWith } : {}) };
+    }),
     rings: snap.rings.map((r) => ({
       ring: r.ring,
       pid: r.pid,

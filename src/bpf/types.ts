@@ -39,6 +39,11 @@ export interface BpfDeviceSeries {
   /** block device name resolved from sysfs, when known */
   device?: string;
   hists: Partial<Record<HistKind, BucketHist>>;
+  /**
+   * fentry: a device an io_uring ring polled in the same passes as this one (the loader's last
+   * seen): the links that group a ring's devices for the model (src/model/ring.ts)
+   */
+  sharedWith?: string;
 }
 
 /** Per io_uring ring state (6.13+, fentry path only). */

@@ -92,6 +92,7 @@ const deviceSeries = object<BpfDeviceSeries>({
   dev: str,
   device: optional(str),
   hists: partialRecord(HIST_KINDS, bucketHist),
+  sharedWith: optional(str),
 });
 
 const ring = object<BpfRing>({
