@@ -1,5 +1,6 @@
 // Families of the efficiency model (docs/metrics.md "Efficiency model"): one snapshot's ModelResult
 // → plain metric families. Times in the model are ns; here they become seconds.
+import { withheld } from '../model/ring.js';
 import type { ModelTarget } from '../model/types.js';
 import type { Snapshot } from '../snapshot/types.js';
 import { family, type MetricFamily, type Sample } from './family.js';
@@ -14,9 +15,9 @@ export function modelFamilies(snap: Snapshot): MetricFamily[] {
   const r = snap.model;
   if (!r) return [];
   const ts = r.targets;
-  // every modelled figure of a device polled by a ring over several devices is withheld
-  // (ModelTarget.sharedRing); what was measured of it, and why, stays
-  const modelled = ts.filter((t) => !t.sharedRing);
+  // every modelled figure of a device polled by a ring over several devices that could not be
+  // modelled whole is withheld (src/model/ring.ts withheld); what was measured of it, and why, stays
+  const modelled = ts.filter((t) => !withheld(t));
   const perDevice = (t: ModelTarget, v: number | undefined): Sample | undefined =>
     v === undefined || !Number.isFinite(v) ? undefined : { labels: { device: t.device }, value: v };
   const rows = modelled.flatMap((t) => t.policies.map((p) => ({ t, p })));
@@ -94,7 +95,7 @@ export function modelFamilies(snap: Snapshot): MetricFamily[] {
         value: 1,
       })),
     family('model_ring_shared', 'gauge',
-      'The device is polled by an io_uring ring that also polls other devices (1) or not (0): one poller serves them all and its loops and sleeps split between the devices, so the device\'s modelled figures (efficiency, optimal sleep, wasted CPU, the what-if rows, self-check, measured CPU per I/O, E[D], c_sw) are withheld; the ring\'s own CPU is hybridpoll_ring_poll_cpu_seconds_total.',
+      'The device is polled by an io_uring ring that also polls other devices (1) or not (0). One poller serves them all with one sleep: the model runs that ring whole over its devices (a ring\'s devices are linked by eBPF), and the device\'s figures are its part of the ring\'s: its I/Os\' modelled CPU and latency, the ring\'s measured CPU split as the model splits it (so the self-check is the ring\'s), the ring\'s one optimal sleep. Where the ring\'s devices cannot be grouped or analysed (an older loader, too few samples on one of them) the modelled figures are withheld; the ring\'s own CPU is hybridpoll_ring_poll_cpu_seconds_total.',
       ts, (t) => ({ labels: { device: t.device }, value: t.sharedRing ? 1 : 0 })),
     family('model_window_seconds', 'gauge',
       'Time span the model\'s histogram deltas cover (up to --model.window; shorter right after start).',

@@ -1,7 +1,6 @@
 // One device over one window: F_D, F_O, c_sw, the current policy, the what-if table, efficiency,
 // wasted CPU, oversleep, the self-check and a recommendation. Pure.
-import type { BpfSnapshot, BucketHist } from '../bpf/types.js';
-import type { SnapshotInputs } from '../snapshot/types.js';
+import type { BucketHist } from '../bpf/types.js';
 import type { Era } from '../sources/types.js';
 import { advise } from './advice.js';
 import { lowerNs, midNs, NB, upperNs } from './buckets.js';
@@ -10,7 +9,6 @@ import { estimateDeviceTime } from './censored.js';
 import { bucketPairs, bucketTotal, filledBuckets } from './hist.js';
 import { CostModel, evaluatePolicies, policySleep, WorstCase, type UnresolvedAtom } from './policies.js';
 import type { AnalyseOptions, CurrentPolicy, CurrentState, DepthState, DeviceTimeSource, DeviceWindow, Dist, Measured, ModelTarget, OversleepCheck, UnresolvedBound } from './types.js';
-import { Accumulator, totalsDelta } from './window.js';
 import { analyseAtDepth, DEPTH_THRESHOLD, meanInFlight, pollerCosts, pollerEra, type PollerCosts } from './depth.js';
 
 /** c_sw when it cannot be measured: the on-CPU cost of an hrtimer sleep plus a context switch pair on current x86 (design.md §5 anchor). */
@@ -22,7 +20,7 @@ export const MIN_SAMPLES = 20;
 /** Modelled and measured oversleep ratios further apart than this are flagged (checkOversleep). */
 export const OVERSLEEP_MARGIN = 0.1;
 
-interface DeviceTime {
+export interface DeviceTime {
   dist: Dist;
   source: DeviceTimeSource;
   samples: number;
@@ -66,7 +64,7 @@ function exactScale(h: BucketHist | undefined): number {
  * handful of sleeps (a mode switch; the fentry path records a pass's sleep at the task's next
  * loop or exit, so one can land after the hybrid run it belongs to) must not lose its figures.
  */
-function deviceTime(w: DeviceWindow, minSamples: number): DeviceTime | undefined {
+export function deviceTime(w: DeviceWindow, minSamples: number): DeviceTime | undefined {
   const { dev_spun: spun, found_slept: found } = w.hists;
   const est = estimateDeviceTime(spun, found);
   if (est && (est.samples >= minSamples || !(rqLatCounts(w).timed >= minSamples))) {
@@ -104,7 +102,7 @@ function rqLatCounts(w: DeviceWindow): { total: number; timed: number } {
   return { total, timed: Math.floor(total / Math.max(1, w.sampleRate ?? 1)) };
 }
 
-const counter = (w: DeviceWindow, k: string): number | undefined => {
+export const counter = (w: DeviceWindow, k: string): number | undefined => {
   const v = w.counters[k];
   return v !== undefined && Number.isFinite(v) && v >= 0 ? v : undefined;
 };
@@ -124,7 +122,7 @@ const counter = (w: DeviceWindow, k: string): number | undefined => {
  * +6.4…+13.9 % with), so the older eras keep it off-CPU. Where the woken poller waits behind another
  * task this overcounts; a dedicated polling CPU, the case worth modelling, does not wait.
  */
-function switchCost(w: DeviceWindow, sleeps: number, fallback: number): { ns: number; source: 'measured' | 'default' } {
+export function switchCost(w: DeviceWindow, sleeps: number, fallback: number): { ns: number; source: 'measured' | 'default' } {
   const { iopoll, offcpu, spin, wake_lat: wakeLat } = w.hists;
   if (sleeps > 0 && iopoll && offcpu && spin && iopoll.count > 0 && offcpu.count > 0) {
     const wakeCharged = chargesWakeLatency(w.era) ? Math.min(offcpu.sumNs, wakeLat?.sumNs ?? 0) : 0;
@@ -136,7 +134,7 @@ function switchCost(w: DeviceWindow, sleeps: number, fallback: number): { ns: nu
 }
 
 /** Whether the era's scheduler charges a woken poller from its wake-up (see switchCost): the block-layer hybrid eras do not. */
-function chargesWakeLatency(era: Era): boolean {
+export function chargesWakeLatency(era: Era): boolean {
   return era !== 'blkmq_hybrid' && era !== 'blkmq_hybrid_sync_only' && era !== 'blkmq_hybrid_dead';
 }
 
@@ -150,7 +148,7 @@ function chargesWakeLatency(era: Era): boolean {
  * time from the issue to the switch-out: counted once. Without aux1 (loaders and recordings from
  * before it): `wake_ovh` as it is.
  */
-function wakeOverhead(h: BucketHist | undefined): Dist | undefined {
+export function wakeOverhead(h: BucketHist | undefined): Dist | undefined {
   if (!h || !(h.count > 0)) return undefined;
   const d = calibratedDist(h);
   const offset = originOffset(h);
@@ -337,7 +335,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
 export const SHARED_RING_POLLS_PER_IO = 0.01;
 
 /** ModelTarget.sharedRing, when the window shows the device polled alongside another in one ring. */
-function sharedRing(w: DeviceWindow, polledIos: number | undefined): ModelTarget['sharedRing'] {
+export function sharedRing(w: DeviceWindow, polledIos: number | undefined): ModelTarget['sharedRing'] {
   const polls = counter(w, 'shared_polls');
   if (polls === undefined || !(polledIos && polledIos > 0)) return undefined;
   const pollsPerIo = polls / polledIos;
@@ -351,7 +349,7 @@ function sharedRing(w: DeviceWindow, polledIos: number | undefined): ModelTarget
  * the requested-sleep histogram scaled to its exact mean. Spreading a single value over its bucket
  * would make the current row disagree with the what-if row at the same sleep.
  */
-function currentSleep(policy: CurrentPolicy, sleepReq: BucketHist, kernelEstimate: boolean): Dist | undefined {
+export function currentSleep(policy: CurrentPolicy, sleepReq: BucketHist, kernelEstimate: boolean): Dist | undefined {
   if (kernelEstimate) return atom(sleepReq.aux0 / sleepReq.aux1);
   const filled = filledBuckets(sleepReq);
   if (sleepReq.count > 0 && (policy === 'blkmq_fixed' || (policy === 'blkmq_half_mean' && filled === 1))) return atom(sleepReq.sumNs / sleepReq.count);
@@ -365,49 +363,14 @@ function currentSleep(policy: CurrentPolicy, sleepReq: BucketHist, kernelEstimat
  * unresolved I/Os set at their found time read as not overslept. OVERSLEEP_MARGIN is twice the
  * estimator's error; beyond it the modelled oversleep and added latency are not to be trusted.
  */
-function checkOversleep(current: CurrentState, measured: Measured | undefined): OversleepCheck | undefined {
+export function checkOversleep(current: CurrentState, measured: Measured | undefined): OversleepCheck | undefined {
   if (!measured || measured.oversleepRatio === undefined || !(current.sleptFraction > 0)) return undefined;
   const modelled = current.outcome.oversleepProbability / current.sleptFraction;
   return { modelled, measured: measured.oversleepRatio, consistent: Math.abs(modelled - measured.oversleepRatio) <= OVERSLEEP_MARGIN };
 }
 
 /** What the advice can promise whatever the unresolved device times are (UnresolvedBound). */
-function unresolvedBound(wc: WorstCase, bestSleepNs: number): UnresolvedBound {
+export function unresolvedBound(wc: WorstCase, bestSleepNs: number): UnresolvedBound {
   const sleepNs = wc.boundedSleep(bestSleepNs);
   return { sleepNs, cpuNs: wc.m.cpu(sleepNs), lateNs: wc.late(sleepNs), savingNs: wc.saving(sleepNs), bestLateNs: wc.late(bestSleepNs) };
-}
-
-/** Device name and io_poll_delay for a BPF device, from the BPF series or the sysfs reading. */
-export function deviceContext(inputs: SnapshotInputs, dev: string, bpfName?: string): { device: string; ioPollDelay?: number } {
-  const host = inputs.host?.devices.find((d) => (bpfName ? d.device === bpfName : false) || d.devNum === dev);
-  const device = bpfName ?? host?.device ?? dev;
-  return { device, ...(host?.ioPollDelay !== undefined ? { ioPollDelay: host.ioPollDelay } : {}) };
-}
-
-/**
- * Every device between two snapshots (e.g. `report --duration D`): deltas from..to with resets
- * absorbed, analysed. Devices missing from `from` are measured from zero (they appeared in between).
- */
-export function analysePair(from: SnapshotInputs, to: SnapshotInputs, opts: AnalyseOptions): ModelTarget[] {
-  if (!from.bpf || !to.bpf) return [];
-  const acc = new Accumulator();
-  const base = acc.update(from.bpf);
-  const head = acc.update(to.bpf);
-  const seconds = secondsBetween(from, to);
-  if (!(seconds > 0)) return [];
-  const era = to.host?.era.era ?? 'unknown';
-  const release = to.host?.features.release;
-  const out: ModelTarget[] = [];
-  for (const [dev, cur] of head) {
-    const old = base.get(dev);
-    const d = old ? totalsDelta(old, cur) : { hists: cur.hists, counters: cur.counters };
-    const t = analyse({ dev, ...deviceContext(to, dev, cur.device), seconds, era, ...(release ? { release } : {}), ...d }, opts);
-    if (t) out.push(t);
-  }
-  return out;
-}
-
-function secondsBetween(a: { takenAtMs: number; bpf?: BpfSnapshot }, b: { takenAtMs: number; bpf?: BpfSnapshot }): number {
-  if (a.bpf && b.bpf && b.bpf.takenAtNs > a.bpf.takenAtNs) return (b.bpf.takenAtNs - a.bpf.takenAtNs) / 1e9;
-  return (b.takenAtMs - a.takenAtMs) / 1000;
 }

@@ -190,25 +190,42 @@ export function deviceTimeAtDepth(a: {
   era: Exclude<PollerEra, 'blkmq_sync'>; depth: number; fD: Dist; fO: Dist; sleepOnCpuNs: number; switchCostNs: number;
   submission: SubmissionPattern; rule: SleepRule; targetNs: number;
 }): { fD: Dist; shiftNs: number } {
-  const minLo = Math.min(...a.fD.pieces.filter((q) => q.p > 0).map((q) => q.lo));
+  const { fD, targetNs, ...rest } = a;
+  const [d] = deviceTimesAtDepth({ ...rest, devices: [{ fD, share: 1, targetNs }] });
+  return d!;
+}
+
+/**
+ * deviceTimeAtDepth for a poller over several devices (a ring): each device's F_D shifted by its
+ * own measured mean rq_lat, all in one simulation per round (the poller's queueing on one device
+ * depends on the others'). A device without a target keeps its F_D.
+ */
+export function deviceTimesAtDepth(a: {
+  era: Exclude<PollerEra, 'blkmq_sync'>; depth: number; devices: readonly { fD: Dist; share: number; targetNs?: number }[]; fO: Dist; sleepOnCpuNs: number;
+  switchCostNs: number; submission: SubmissionPattern; rule: SleepRule;
+}): { fD: Dist; shiftNs: number }[] {
+  const minLo = a.devices.map((d) => Math.min(...d.fD.pieces.filter((q) => q.p > 0).map((q) => q.lo)));
   const wake = new Sampler(a.fO);
-  let shift = 0;
-  const shifted = (x: number): Dist => ({ pieces: a.fD.pieces.map((q) => ({ lo: q.lo + x, hi: q.hi + x, p: q.p })) });
+  const shift = a.devices.map(() => 0);
+  const shifted = (d: Dist, x: number): Dist => ({ pieces: d.pieces.map((q) => ({ lo: q.lo + x, hi: q.hi + x, p: q.p })) });
   for (let k = 0; k < SHIFT_ROUNDS; k++) {
     const st = simulate({
-      era: a.era, depth: a.depth, devices: [{ fD: new Sampler(shifted(shift)), share: 1 }], wake, switchCostNs: a.switchCostNs, sleepOnCpuNs: a.sleepOnCpuNs,
-      submission: a.submission, rule: a.rule, ios: SHIFT_IOS, warmup: Math.max(200, 4 * a.depth), seed: 7,
+      era: a.era, depth: a.depth, devices: a.devices.map((d, i) => ({ fD: new Sampler(shifted(d.fD, shift[i]!)), share: d.share })), wake,
+      switchCostNs: a.switchCostNs, sleepOnCpuNs: a.sleepOnCpuNs, submission: a.submission, rule: a.rule, ios: SHIFT_IOS * a.devices.length,
+      warmup: Math.max(200, 4 * a.depth), seed: 7,
     });
-    const found = st.perDevice[0]!.ios ? st.perDevice[0]!.rqLatNs / st.perDevice[0]!.ios : NaN;
-    if (!Number.isFinite(found)) break;
-    const next = Math.max(-minLo, shift + (a.targetNs - found));
-    if (Math.abs(next - shift) < 0.002 * a.targetNs) {
-      shift = next;
-      break;
-    }
-    shift = next;
+    let moved = false;
+    a.devices.forEach((d, i) => {
+      const pd = st.perDevice[i]!;
+      const found = pd.ios ? pd.rqLatNs / pd.ios : NaN;
+      if (d.targetNs === undefined || !Number.isFinite(found)) return;
+      const next = Math.max(-minLo[i]!, shift[i]! + (d.targetNs - found));
+      if (Math.abs(next - shift[i]!) >= 0.002 * d.targetNs) moved = true;
+      shift[i] = next;
+    });
+    if (!moved) break;
   }
-  return { fD: shifted(shift), shiftNs: shift };
+  return a.devices.map((d, i) => ({ fD: shifted(d.fD, shift[i]!), shiftNs: shift[i]! }));
 }
 
 /**

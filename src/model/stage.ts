@@ -3,8 +3,9 @@
 import type { ModelStage } from '../snapshot/engine.js';
 import { runSteps } from '../steps.js';
 import type { Snapshot } from '../snapshot/types.js';
-import { analyse, deviceContext } from './analyse.js';
-import type { AnalyseOptions, ModelResult, ModelTarget } from './types.js';
+import { deviceContext } from './pair.js';
+import { analyseUnit, analysisUnits, withheld } from './ring.js';
+import type { AnalyseOptions, DeviceWindow, ModelResult, ModelTarget } from './types.js';
 import { Accumulator, SlidingWindow } from './window.js';
 
 export interface EfficiencyModelOptions extends Omit<AnalyseOptions, 'latencyBudget'> {
@@ -41,23 +42,30 @@ export class EfficiencyModel implements ModelStage {
       for (const dev of [...this.wasted.keys()]) if (!totals.has(dev)) this.wasted.delete(dev);
       const era = snapshot.host?.era.era ?? 'unknown';
       const release = snapshot.host?.features.release;
+      const windows: DeviceWindow[] = [];
+      const names = new Map<string, string>();
       for (const [dev, cur] of totals) {
         const ctx = deviceContext(snapshot, dev, cur.device);
+        names.set(dev, ctx.device);
         const d = this.window.delta(dev);
-        const target = d ? analyse({ dev, ...ctx, era, ...(release ? { release } : {}), ...d }, this.opts) : undefined;
+        if (d) windows.push({ dev, ...ctx, era, ...(release ? { release } : {}), ...d });
+      }
+      const analysed = new Map<string, ModelTarget>();
+      for (const unit of analysisUnits(windows)) {
+        for (const t of analyseUnit(unit, this.opts)) analysed.set(t.dev, t);
+        yield;
+      }
+      for (const dev of totals.keys()) {
+        const target = analysed.get(dev);
         if (target) targets.push(target);
         // A device's counter starts with its first analysis and lives while the device is present;
-        // it does not count while a ring over several devices polls it (ModelTarget.sharedRing).
-        const modelled = target && !target.sharedRing ? target : undefined;
-        const w = this.wasted.get(dev) ?? (modelled ? { device: ctx.device, seconds: 0 } : undefined);
-        if (!w) {
-          yield;
-          continue;
-        }
-        w.device = ctx.device;
-        w.seconds += modelled ? this.wastedSince(dev, modelled) : 0;
+        // it does not count while its figures are withheld (a ring over several devices not modelled whole).
+        const modelled = target && !withheld(target) ? target : undefined;
+        const w = this.wasted.get(dev) ?? (modelled ? { device: names.get(dev)!, seconds: 0 } : undefined);
+        if (!w) continue;
+        w.device = names.get(dev)!;
+        w.seconds += modelled ? this.wastedSince(modelled) : 0;
         this.wasted.set(dev, w);
-        yield;
       }
     }
     return {
@@ -74,14 +82,23 @@ export class EfficiencyModel implements ModelStage {
    * best static sleep would have cost for the same I/Os. Clamped at 0 so the counter is monotonic
    * (a negative value means the model is off; the self-check ratio shows that).
    */
-  private wastedSince(dev: string, t: ModelTarget): number {
+  private wastedSince(t: ModelTarget): number {
+    const ring = t.sharedRing?.ring;
+    // a device of a ring modelled whole: its part (cpuShare) of what the ring's poller measured over every device of it
+    const parts = ring ? ring.devs.map((dev) => this.measuredSince(dev, t.switchCostNs)) : [this.measuredSince(t.dev, t.switchCostNs)];
+    if (parts.some((p) => p === undefined)) return 0;
+    const measuredNs = parts.reduce((a, p) => a + p!.cpuNs, 0) * (ring ? ring.cpuShare : 1);
+    const ios = this.measuredSince(t.dev, t.switchCostNs)!.ios;
+    if (!(ios > 0)) return 0;
+    return Math.max(0, measuredNs - ios * t.best.cpuNs) / 1e9;
+  }
+
+  /** A device's polled I/Os and measured poll-loop CPU (spin + sleeps · c_sw) since the previous snapshot. */
+  private measuredSince(dev: string, switchCostNs: number): { ios: number; cpuNs: number } | undefined {
     const iv = this.window.lastInterval(dev);
-    if (!iv) return 0;
-    const ios = iv.counters['polled_ios'] ?? 0;
+    if (!iv) return undefined;
     const spin = iv.counters['spin_ns'] ?? iv.hists.spin?.sumNs ?? 0;
     const sleeps = iv.counters['sleeps'] ?? iv.hists.sleep_req?.count ?? 0;
-    if (!(ios > 0)) return 0;
-    const measuredNs = spin + sleeps * t.switchCostNs;
-    return Math.max(0, measuredNs - ios * t.best.cpuNs) / 1e9;
+    return { ios: iv.counters['polled_ios'] ?? 0, cpuNs: spin + sleeps * switchCostNs };
   }
 }

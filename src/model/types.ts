@@ -96,6 +96,8 @@ export interface DeviceWindow {
    * completions, each counted this many times, so its count overstates the samples it rests on
    */
   sampleRate?: number;
+  /** a device an io_uring ring polled in the same passes as this one (BpfDeviceSeries.sharedWith) */
+  sharedWith?: string;
 }
 
 export interface AnalyseOptions {
@@ -200,12 +202,32 @@ export interface ModelTarget {
   recommendation: string;
   /**
    * present when an io_uring ring that polls this device also polls others (BPF: shared_polls,
-   * poll calls in passes over two devices' requests, per polled I/O): one poller serves them all,
-   * its loops and sleeps are split between the devices, and a per-device model has nothing right
-   * to work on (docs/validation.md "Rings"). The efficiency, wasted CPU and self-check are then
-   * left out, the metrics withhold every modelled figure, and the advice is `withheld`.
+   * poll calls in passes over two devices' requests, per polled I/O): one poller serves them all
+   * and its loops are split between the devices by BPF. With `ring` the ring was modelled whole
+   * (src/model/ring.ts: one poller over its devices, one sleep) and this device's figures are its
+   * part of the ring's; without it (the ring's devices could not be grouped or analysed) every
+   * modelled figure is withheld and the advice is `withheld`.
    */
-  sharedRing?: { pollsPerIo: number };
+  sharedRing?: { pollsPerIo: number; ring?: RingState };
+}
+
+/** The ring a device shares its poller with, modelled whole (ModelTarget.sharedRing.ring). */
+export interface RingState {
+  /** the ring's devices: dev_t ("major:minor") and label, in the same order */
+  devs: string[];
+  devices: string[];
+  polledIos: number;
+  /** per I/O over the ring: measured poll-loop CPU ((Σ spin + Σ sleeps · c_sw) / Σ polled I/Os), and modelled over the measured mix of its devices' I/Os */
+  measuredCpuPerIoNs: number;
+  currentCpuNs: number;
+  classicCpuNs: number;
+  bestCpuNs: number;
+  /** the ring's one best static sleep */
+  bestSleepNs: number;
+  /** currentCpuNs / measuredCpuPerIoNs − 1: the ring's self-check, which every device of it shares */
+  modelCpuErrorRatio: number;
+  /** this device's part of the ring's poll-loop CPU (the model's attribution; the devices' parts sum to 1) */
+  cpuShare: number;
 }
 
 /** How the model was evaluated at depth (ModelTarget.depth). */

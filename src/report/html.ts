@@ -2,11 +2,11 @@
 // Per device: key figures, the recommendation, the latency distribution with the current and the
 // optimal sleep marked, CPU against latency for every policy, and the what-if table. Pure.
 import { lowerNs, OVERFLOW, upperNs } from '../model/buckets.js';
-import type { ModelTarget, PolicyOutcome } from '../model/index.js';
+import { withheld, type ModelTarget, type PolicyOutcome } from '../model/index.js';
 import { VERSION } from '../version.js';
 import type { Report, ReportDevice } from './data.js';
 import { el, esc, linear, linearTicks, log, logTicks, placeLabels, textWidth } from './svg.js';
-import { hostDevices } from './text.js';
+import { hostDevices, ringLine } from './text.js';
 import { cores, duration, integer, percent } from './units.js';
 
 const COLOR = { current: '#d9480f', optimal: '#2b8a3e', bars: '#a5b4fc', device: '#1c3f95', policy: '#495057', axis: '#868e96' };
@@ -232,7 +232,7 @@ function recommendation(t: ReportDevice['target']): string {
 
 function deviceSection(d: ReportDevice): string {
   const t = d.target;
-  if (t.sharedRing) return sharedRingSection(t);
+  if (withheld(t)) return sharedRingSection(t);
   const m = t.measured;
   const eff = t.efficiency === undefined ? 'n/a' : percent(t.efficiency, 0);
   return `${sectionHead(t)}
@@ -244,6 +244,7 @@ ${card('wasted CPU', t.wastedCpuCores === undefined ? 'n/a' : cores(t.wastedCpuC
 ${card('oversleep', m?.oversleepRatio === undefined ? 'n/a' : percent(m.oversleepRatio), `adds ${duration(t.current.outcome.lateNs)} per I/O`)}
 ${card('CPU per I/O', m ? duration(m.cpuPerIoNs) : 'n/a', `modelled ${duration(t.current.outcome.cpuNs)}${t.modelCpuErrorRatio === undefined ? '' : ` (${t.modelCpuErrorRatio >= 0 ? '+' : ''}${percent(t.modelCpuErrorRatio)})`}`)}
 </div>
+${t.sharedRing?.ring ? `<p class="ring">${esc(ringLine(t.sharedRing.ring))}</p>` : ''}
 ${recommendation(t)}
 ${caveatList(d)}
 <div class="charts">

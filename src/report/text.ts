@@ -1,5 +1,5 @@
 // The report as a plain-text table for a terminal. Pure: Report in, string out.
-import type { PolicyOutcome } from '../model/index.js';
+import { withheld, type PolicyOutcome, type RingState } from '../model/index.js';
 import type { Report, ReportDevice, ReportHostDevice } from './data.js';
 import { cores, duration, integer, percent } from './units.js';
 
@@ -38,7 +38,7 @@ function device(d: ReportDevice): string[] {
   const lines = [`${t.device} (${t.dev})`];
   const kv = (k: string, v: string) => lines.push(`  ${k.padEnd(18)}${v}`);
   if (m) kv('polled I/O', `${integer(m.iops)} IOPS, ${integer(m.polledIos)} I/Os in ${t.windowSeconds.toFixed(0)} s`);
-  if (t.sharedRing) {
+  if (withheld(t)) {
     sharedRingRows(t, kv);
     return [...lines, ...verdict(t)];
   }
@@ -48,6 +48,7 @@ function device(d: ReportDevice): string[] {
   if (notes.unresolved) kv('unresolved', notes.unresolved);
   // at depth the model runs on F_D fitted to rq_lat (src/model/depth.ts fitDeviceTime), not on the estimate above
   if (t.depth?.method === 'simulation') kv('at depth', `${t.depth.meanInFlight.toFixed(1)} I/Os in flight per wait: the model simulates the poller there, on D fitted to the measured latency (mean ${duration(t.depth.meanDeviceNs)})`);
+  if (t.sharedRing?.ring) kv('ring', ringLine(t.sharedRing.ring));
   kv('wake overhead O', `mean ${duration(t.wakeOverhead.meanNs)} (${t.wakeOverhead.source}); sleep/wake CPU c_sw ${duration(t.switchCostNs)} (${t.switchCostSource})`);
   const sleptOn = c.sleptFraction > 0 ? `, on ${percent(c.sleptFraction)} of I/Os (${c.sleepSource.replace('_', ' ')})` : '';
   kv('current sleep', `${duration(c.sleepNs)}  ${c.policy}${sleptOn}`);
@@ -76,6 +77,12 @@ function device(d: ReportDevice): string[] {
 
 /** The recommendation line, with what it rests on unless that is the model. */
 const verdict = (t: ReportDevice['target']): string[] => ['', `  => ${t.recommendation}${t.advice === 'model' ? '' : ` [${t.advice}]`}`];
+
+/** A ring over several devices modelled whole: its devices, its CPU, its self-check, and this device's part. */
+export function ringLine(r: RingState): string {
+  const check = `${r.modelCpuErrorRatio >= 0 ? '+' : ''}${percent(r.modelCpuErrorRatio)}`;
+  return `one io_uring ring polls ${r.devices.join(', ')} with one sleep: the model runs the ring whole (CPU per I/O over the ring: measured ${duration(r.measuredCpuPerIoNs)}, modelled ${duration(r.currentCpuNs)}, self-check ${check}; best ${duration(r.bestCpuNs)} at ${duration(r.bestSleepNs)}); this device's figures are its part, ${percent(r.cpuShare)} of the ring's CPU`;
+}
 
 /** A device a ring over several devices polls: what was measured, and why the model's figures are withheld. */
 function sharedRingRows(t: ReportDevice['target'], kv: (k: string, v: string) => void): void {

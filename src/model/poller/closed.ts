@@ -22,7 +22,7 @@ export function fromQd1(policy: PollerOutcome['policy'], o: Outcome, sleepsPerIo
     reapedPerPass: 1,
     meetsBudget: o.meetsBudget,
     cpuStdErrNs: 0,
-    perDevice: [{ device, ioShare: 1, cpuNs: o.cpuNs, addedLatencyNs: o.lateNs, latencyNs: o.latencyNs }],
+    perDevice: [{ device, ioShare: 1, cpuNs: o.cpuNs, sleepsPerIo, addedLatencyNs: o.lateNs, latencyNs: o.latencyNs }],
   };
 }
 

@@ -179,6 +179,7 @@ function outcome(policy: PollerOutcome['policy'], stats: SimStats[], shares: num
       device: d.device,
       ioShare: ios,
       cpuNs: avg((s) => s.perDevice[k]!.cpuNs, stats),
+      sleepsPerIo: avg((s) => s.perDevice[k]!.sleeps, stats),
       latencyNs: lat,
       addedLatencyNs: lat - avg((s) => s.perDevice[k]!.latencyNs, classic),
     };
@@ -207,6 +208,25 @@ function batchVar(b: number[]): number {
   if (b.length < 2) return 0;
   const m = b.reduce((a, x) => a + x, 0) / b.length;
   return b.reduce((a, x) => a + (x - m) ** 2, 0) / (b.length - 1) / b.length;
+}
+
+/**
+ * io_uring (6.13+) sleeps one hybrid_poll_time/2 for every request of a ring, whatever its device:
+ * a ring over several devices can only take one sleep, so its best static sleep is searched among
+ * single values.
+ */
+function ringWide(input: PollerInput): boolean {
+  return input.devices.length > 1 && (input.era === 'iouring_613' || input.era === 'iouring_70');
+}
+
+/** One sleep for every device from each per-device candidate: its shortest and its I/O-weighted mean (distinct vectors). */
+function ringSleeps(candidates: readonly number[][], shares: readonly number[]): number[][] {
+  const values = new Set<number>();
+  for (const v of candidates) {
+    values.add(Math.min(...v));
+    values.add(v.reduce((a, x, i) => a + x * shares[i]!, 0));
+  }
+  return [...values].map((x) => shares.map(() => x));
 }
 
 /** The simulated depth points, sharing samplers and the seed (common random numbers). */
@@ -285,7 +305,8 @@ function simulated(ctx: Ctx): PollerResult {
   // best_static at depth: the cheapest in budget over every table sleep and a grid around the QD1 best
   const qd1Best = vectors.get('best_static')!;
   const seed = qd1Best.some((x) => x > 0) ? qd1Best : ctx.models.map((m) => m.meanD / 2);
-  const candidates: number[][] = [...vectors.values(), ...BEST_GRID.map((f) => seed.map((x) => x * f))];
+  const perDeviceCandidates: number[][] = [...vectors.values(), ...BEST_GRID.map((f) => seed.map((x) => x * f))];
+  const candidates = ringWide(input) ? ringSleeps(perDeviceCandidates, ctx.shares) : perDeviceCandidates;
   let best: PollerOutcome | undefined;
   let bestVector: number[] = [];
   let bestSum = Infinity;

@@ -48,6 +48,8 @@ export interface SimConfig {
 
 export interface SimDeviceStats {
   ios: number;
+  /** sleeps taken at its requests' first visits (the oracle's waits: charged to the queue waited on) */
+  sleeps: number;
   /** spin on its queue plus its sleeps' c_sw */
   cpuNs: number;
   latencyNs: number;
@@ -154,7 +156,7 @@ export function simulate(cfg: SimConfig): SimStats {
   let measureFrom = 0;
   const st: SimStats = {
     ios: 0, spinNs: 0, switchNs: 0, overheadNs: 0, sleeps: 0, sleepNsTotal: 0, latencyNs: 0, reapingPasses: 0, loops: 0, elapsedNs: 0,
-    perDevice: Array.from({ length: nDev }, () => ({ ios: 0, cpuNs: 0, latencyNs: 0, foundLatencyNs: 0, rqLatNs: 0 })),
+    perDevice: Array.from({ length: nDev }, () => ({ ios: 0, sleeps: 0, cpuNs: 0, latencyNs: 0, foundLatencyNs: 0, rqLatNs: 0 })),
     batchCpuPerIo: [],
   };
   const batchSize = Math.max(1, Math.floor(cfg.ios / BATCHES));
@@ -261,6 +263,7 @@ export function simulate(cfg: SimConfig): SimStats {
       st.spinNs += wakeToLook;
       st.sleeps++;
       st.sleepNsTotal += s;
+      st.perDevice[q]!.sleeps++;
     }
     chargeCpu(q, c + wakeToLook);
   };
@@ -277,6 +280,7 @@ export function simulate(cfg: SimConfig): SimStats {
         st.switchNs += c;
         st.sleeps++;
         st.sleepNsTotal += Math.max(0, w - o);
+        st.perDevice[q]!.sleeps++;
       }
       chargeCpu(q, c);
       return;

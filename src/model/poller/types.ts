@@ -139,7 +139,7 @@ export interface PollerOutcome {
   /** standard error of cpuNs (simulation: batch means; 0 for a closed form) */
   cpuStdErrNs: number;
   /** per device of the ring: CPU attributed to its I/Os (spin on its queue, its sleeps) and latency */
-  perDevice: { device: string; ioShare: number; cpuNs: number; addedLatencyNs: number; latencyNs: number }[];
+  perDevice: { device: string; ioShare: number; cpuNs: number; sleepsPerIo: number; addedLatencyNs: number; latencyNs: number }[];
 }
 
 export interface PollerResult {
