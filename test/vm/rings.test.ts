@@ -117,8 +117,9 @@ describe('several rings on one device', () => {
 
 describe('one ring over two devices', () => {
   const stats = (n: number, meanS: number) => ({ before: 'issued=0 service_ns_sum=0', after: `issued=${n} service_ns_sum=${Math.round(n * meanS * 1e9)}` });
-  /** per device: polled I/Os, requested sleep, and model figures the exporter should have withheld */
-  interface Dev { polled: number; reqS?: number; shared?: number; leaked?: string }
+  /** per device: polled I/Os, requested sleep, ring_shared, the ring's self-check, its classic row (s/IO), a model figure left out */
+  interface Dev { polled: number; reqS?: number; shared?: number; self?: number; classicS?: number; missing?: string }
+  const FIGURES = ['wasted_cpu_cores', 'optimal_sleep_seconds', 'measured_cpu_seconds_per_io', 'model_cpu_error_ratio'];
   /** ring: the one ring's own counters (default: every I/O reaped, the whole wait phase its CPU) */
   const run = (mode: PollMode, waitS: number, devs: [Dev, Dev], deviceIos: [number, number] = [4000, 4000], ring: Partial<RingSpec> = {}): RunRecord => {
     const lines = devs.flatMap((d, i) => {
@@ -127,7 +128,8 @@ describe('one ring over two devices', () => {
         `hybridpoll_polled_ios_total${l} ${d.polled}`,
         `hybridpoll_model_ring_shared${l} ${d.shared ?? 1}`,
         ...(d.reqS !== undefined ? [`hybridpoll_poll_sleep_requested_seconds_sum${l} ${d.reqS * d.polled}`, `hybridpoll_poll_sleep_requested_seconds_count${l} ${d.polled}`, `hybridpoll_poll_sleeps_total${l} ${d.polled}`] : []),
-        ...(d.leaked ? [`hybridpoll_${d.leaked}${l} 0.5`] : []),
+        ...FIGURES.filter((f) => f !== d.missing).map((f) => `hybridpoll_${f}${l} ${f === 'model_cpu_error_ratio' ? d.self ?? 0.02 : 1e-5}`),
+        `hybridpoll_policy_cpu_seconds_per_io{device="hpsim${7 + i}",policy="classic"} ${d.classicS ?? 60e-6}`,
       ];
     });
     lines.push(...ringLines([{ ring: 'r', pid: 11, hybrid: mode === 'hybrid', hptS: 16e-6, polled: deviceIos[0] + deviceIos[1], cpuS: waitS, ...ring }]));
@@ -143,21 +145,32 @@ describe('one ring over two devices', () => {
   const get = (cs: CheckResult[], id: string, mode?: string) => cs.find((c) => c.id === id && (!mode || c.title.startsWith(mode)))!;
   const both = (h: RunRecord = run('hybrid', 0.2, hybridDevs)) => rows([h, run('poll', 0.48, classicDevs)]);
 
-  it("passes when each device is counted, the ring's count and CPU are its poller's, the sleep is shared and the model withheld", () => {
+  it("passes when each device is counted, the ring's count and CPU are its poller's, the sleep is shared and the ring's model holds", () => {
     const r = both();
     expect(r.filter((c) => !c.pass).map((c) => `${c.id} ${c.title}: ${c.measured}`)).toEqual([]);
-    expect(r.map((c) => c.id)).toEqual(['R count', 'R ring count', 'R ring cpu', 'R withheld', 'R count', 'R ring count', 'R ring cpu', 'R withheld', 'R shared sleep']);
-    expect(get(r, 'R withheld', 'hybrid').measured).toBe('hpsim7: ring_shared 1, model figures withheld; hpsim8: ring_shared 1, model figures withheld');
+    expect(r.map((c) => c.id)).toEqual(['R count', 'R ring count', 'R ring cpu', 'R self-check', 'R count', 'R ring count', 'R ring cpu', 'R self-check', 'R model', 'R shared sleep']);
+    expect(get(r, 'R self-check', 'hybrid').measured).toBe('hpsim7: ring_shared 1, self-check +2.0% (measured 10.00 µs/IO); hpsim8: ring_shared 1, self-check +2.0% (measured 10.00 µs/IO)');
   });
 
-  it('fails a device counted 0.6 % short, sleeps 16 % apart, a device not marked shared or with a model figure shown', () => {
+  it('fails a device counted 0.6 % short, sleeps 16 % apart, a device not marked shared, a model figure missing, a self-check past 10 %', () => {
     expect(get(both(run('hybrid', 0.2, [{ ...hybridDevs[0], polled: 3976 }, hybridDevs[1]])), 'R count', 'hybrid').pass).toBe(false);
     expect(get(both(run('hybrid', 0.2, [hybridDevs[0], { ...hybridDevs[1], reqS: 8e-6 * 1.16 }])), 'R shared sleep').pass).toBe(false);
     expect(get(both(run('hybrid', 0.2, [hybridDevs[0], { ...hybridDevs[1], reqS: 8e-6 * 1.14 }])), 'R shared sleep').pass).toBe(true);
-    expect(get(both(run('hybrid', 0.2, [hybridDevs[0], { ...hybridDevs[1], shared: 0 }])), 'R withheld', 'hybrid')).toMatchObject({ pass: false, measured: expect.stringMatching(/hpsim8: ring_shared 0/) });
-    for (const leaked of ['sleep_efficiency_ratio', 'wasted_cpu_cores', 'optimal_sleep_seconds', 'measured_cpu_seconds_per_io', 'model_cpu_error_ratio', 'model_device_time_mean_seconds']) {
-      expect(get(both(run('hybrid', 0.2, [{ ...hybridDevs[0], leaked }, hybridDevs[1]])), 'R withheld', 'hybrid'), leaked).toMatchObject({ pass: false, measured: expect.stringMatching(/hpsim7: ring_shared 1, shown: /) });
+    expect(get(both(run('hybrid', 0.2, [hybridDevs[0], { ...hybridDevs[1], shared: 0 }])), 'R self-check', 'hybrid')).toMatchObject({ pass: false, measured: expect.stringMatching(/hpsim8: ring_shared 0/) });
+    for (const missing of FIGURES) {
+      expect(get(both(run('hybrid', 0.2, [{ ...hybridDevs[0], missing }, hybridDevs[1]])), 'R self-check', 'hybrid'), missing).toMatchObject({ pass: false, measured: expect.stringMatching(/hpsim7: ring_shared 1, missing: /) });
     }
+    expect(get(both(run('hybrid', 0.2, [hybridDevs[0], { ...hybridDevs[1], self: -0.101 }])), 'R self-check', 'hybrid').pass).toBe(false);
+    expect(get(both(run('hybrid', 0.2, [hybridDevs[0], { ...hybridDevs[1], self: -0.099 }])), 'R self-check', 'hybrid').pass).toBe(true);
+  });
+
+  it("predicts the ring's classic CPU from each device's classic row over its I/Os (±10 %)", () => {
+    // classic run: 0.48 s of polling over 8000 I/Os = 60 µs/IO; the rows 40 and 80 µs over 4000 I/Os each
+    const predict = (fast: number, slow: number) => get(both(run('hybrid', 0.2, [{ ...hybridDevs[0], classicS: fast }, { ...hybridDevs[1], classicS: slow }])), 'R model');
+    expect(predict(40e-6, 80e-6)).toMatchObject({ pass: true, measured: expect.stringMatching(/^predicted 60\.00 µs\/IO .* vs classic run's polling CPU 60\.00 µs\/IO \(\+0\.0%\)$/) });
+    expect(predict(40e-6 * 1.099, 80e-6 * 1.099).pass).toBe(true);
+    expect(predict(40e-6 * 1.101, 80e-6 * 1.101).pass).toBe(false);
+    expect(predict(40e-6, 80e-6 * 0.8).pass).toBe(false); // weighted by I/Os: 52 µs, −13 %
   });
 
   it("checks the ring's own count and CPU against the poller's (±0.5 %, ±10 %)", () => {
@@ -185,5 +198,16 @@ describe('one ring over two devices', () => {
 
   it('fails every row without runs', () => {
     expect(rows([]).every((c) => !c.pass)).toBe(true);
+  });
+
+  it('judges the tracepoint path\'s runs, where there are any, by the counts and the ring model (it sees no rings)', () => {
+    const tp = (r: RunRecord): RunRecord => ({ ...r, tracing: 'tracepoint' });
+    const r = rows([run('hybrid', 0.2, hybridDevs), run('poll', 0.48, classicDevs), tp(run('hybrid', 0.2, hybridDevs)), tp(run('poll', 0.48, classicDevs))]);
+    expect(r.filter((c) => c.title.startsWith('tracepoint')).map((c) => `${c.id}: ${c.title.split(':')[0]}`)).toEqual([
+      'R count: tracepoint classic', 'R self-check: tracepoint classic', 'R count: tracepoint hybrid', 'R self-check: tracepoint hybrid',
+    ]);
+    expect(r.every((c) => c.pass)).toBe(true);
+    const unmarked = rows([run('hybrid', 0.2, hybridDevs), run('poll', 0.48, classicDevs), tp(run('hybrid', 0.2, [hybridDevs[0], { ...hybridDevs[1], shared: 0 }]))]);
+    expect(get(unmarked, 'R self-check', 'tracepoint hybrid').pass).toBe(false);
   });
 });

@@ -5,7 +5,8 @@
 // - one ring over several devices (Scenario.ring): io_uring keeps one hybrid_poll_time per ring, the
 //   minimum over every device it polls, so the slow device sleeps what the fast one allows. One
 //   poller serves both devices: the ring's own figures are checked against it, each device's
-//   counts against the driver's, and the exporter must withhold its per-device model there.
+//   counts against the driver's, and the model of the ring whole (src/model/ring.ts): its
+//   self-check and its classic prediction.
 import { BOUNDS, cpuBound, everyRun, num, outsideWindow, pct, relErr, us, worstOf, type CheckResult, type SessionRuns } from './checks.js';
 import { deviceTruth, driverFigures, exporterFigures, type DriverFigures, type ExporterFigures, type RingFigures, type RunFigures } from './figures.js';
 import { MODES, type PollMode, type Scenario } from './session.js';
@@ -105,8 +106,8 @@ function loopEdge(r: RunFigures, ring: RingFigures | undefined): { low: number; 
 
 /**
  * One ring over several devices (Scenario.ring): each device's counts; the ring's own count and
- * CPU; the ring's one sleep on every device; and that the exporter withholds every modelled
- * per-device figure there (ModelTarget.sharedRing), since one poller serves both devices.
+ * CPU; the ring's one sleep on every device; and the model of the ring whole (ModelTarget.sharedRing.ring):
+ * every device given its part, the ring's self-check, and its classic prediction from the hybrid run.
  */
 export function checkSharedRing(s: SessionRuns, sc: Scenario): CheckResult[] {
   const id = (k: string) => `R ${k}`;
@@ -114,12 +115,7 @@ export function checkSharedRing(s: SessionRuns, sc: Scenario): CheckResult[] {
   for (const mode of MODES) {
     const runs = s.get(sc.id, 'fentry', mode);
     const what = modeName(mode);
-    const count = everyRun(runs, (r) => {
-      const devs = ringDevices(s, r);
-      const errs = devs.map((d) => relErr(d.exporter?.polledIos, d.ios));
-      return { err: worstOf(errs.map((err) => ({ err })))?.err ?? NaN, text: devs.map((d, i) => `${d.device}: exporter ${num(d.exporter?.polledIos)} vs driver ${num(d.ios)} (${pct(errs[i]!)})`).join(', ') || 'no devices' };
-    }, BOUNDS.count);
-    out.push({ id: id('count'), scenario: sc.id, title: `${what}: polled I/Os per device of the ring, exporter vs driver`, measured: count.measured, bound: `±${BOUNDS.count * 100}%`, pass: count.pass });
+    out.push(countRow(s, sc, runs, what));
     const ringCount = everyRun(runs, (r) => {
       const n = r.exporter?.ring?.polledIos;
       const err = relErr(n, r.driver.ios);
@@ -140,17 +136,37 @@ export function checkSharedRing(s: SessionRuns, sc: Scenario): CheckResult[] {
       return { err, text: `ring ${us(own)}/IO + syscall residue ${us(res)}/IO + loop-edge BPF ${us(edge.low)} … ${us(edge.high)}/IO (${num(edge.loops)} loops of ${num(edge.passes)} passes) vs poller wait phase ${us(r.driver.waitCpuPerIo)}/IO (${pct(err)})` };
     }, BOUNDS.cpuDeep);
     out.push({ id: id('ring cpu'), scenario: sc.id, title: `${what}: the ring's poller CPU vs the poller's polling CPU`, measured: ringCpu.measured, bound: `±${BOUNDS.cpuDeep * 100}%`, pass: ringCpu.pass });
-    // A per-device model has nothing right to work on here (docs/validation.md "Rings"): the
-    // exporter must say so and withhold its figures, not publish them.
-    const withheld = everyRun(runs, (r) => {
-      const devs = ringDevices(s, r);
-      const shown = (e: ExporterFigures | undefined) => Object.entries({ efficiency: e?.efficiency, 'wasted CPU': e?.wastedCores, 'optimal sleep': e?.optimalSleep, 'measured CPU': e?.measuredCpuPerIo, 'self-check': e?.modelSelfError, 'E[D]': e?.modelMeanDeviceTime })
-        .filter(([, v]) => v !== undefined).map(([k]) => k);
-      const ok = devs.length > 0 && devs.every((d) => d.exporter?.ringShared === 1 && shown(d.exporter).length === 0);
-      return { err: ok ? 0 : NaN, text: devs.map((d) => `${d.device}: ring_shared ${num(d.exporter?.ringShared)}${shown(d.exporter).length ? `, shown: ${shown(d.exporter).join(', ')}` : ', model figures withheld'}`).join('; ') || 'no devices' };
-    }, 0);
-    out.push({ id: id('withheld'), scenario: sc.id, title: `${what}: each device marked as polled by a shared ring, its model figures withheld`, measured: withheld.measured, bound: 'ring_shared 1, no efficiency, wasted CPU, optimal sleep, measured CPU, self-check or E[D]', pass: withheld.pass });
+    out.push(selfCheckRow(s, sc, runs, what));
   }
+  // The tracepoint path sees no rings: it links a ring's devices by the poller's completions
+  // (hpoll.bpf.c on_complete), and the same model of the ring whole must follow.
+  for (const mode of MODES) {
+    const runs = s.get(sc.id, 'tracepoint', mode);
+    if (!runs.length) continue;
+    const what = `tracepoint ${modeName(mode)}`;
+    out.push(countRow(s, sc, runs, what), selfCheckRow(s, sc, runs, what));
+  }
+  // The ring's classic CPU predicted from the hybrid run (each device's classic row over its I/Os)
+  // against the classic run's poller, with that run's syscall residue and loop-edge bracket added
+  // (as R ring cpu).
+  const pairs = s.pairs(sc.id, ['fentry', 'hybrid'], ['fentry', 'poll']);
+  const predicted = (h: RunFigures) => {
+    const devs = ringDevices(s, h);
+    const ios = devs.reduce((a, d) => a + (d.exporter?.polledIos ?? NaN), 0);
+    return devs.reduce((a, d) => a + (d.exporter?.modelClassicCpuPerIo ?? NaN) * (d.exporter?.polledIos ?? NaN), 0) / ios;
+  };
+  const prediction = pairs.map(([h, c]) => {
+    const res = c.driver.syscallResidueSeconds / c.driver.ios;
+    const edge = loopEdge(c, c.exporter?.ring);
+    const p = predicted(h);
+    const err = bracketErr(p + res + edge.low, p + res + edge.high, c.driver.waitCpuPerIo);
+    return { err, text: `predicted ${us(p)}/IO + syscall residue ${us(res)}/IO + loop-edge BPF ${us(edge.low)} … ${us(edge.high)}/IO vs classic run's polling CPU ${us(c.driver.waitCpuPerIo)}/IO (${pct(err)})` };
+  });
+  const predWorst = worstOf(prediction);
+  out.push({
+    id: id('model'), scenario: sc.id, title: "the ring's model (fed hybrid) predicts the ring's classic CPU per I/O", measured: prediction.map((x) => x.text).join('; ') || 'no paired runs',
+    bound: `±${BOUNDS.model * 100}%`, pass: prediction.length > 0 && predWorst !== undefined && Math.abs(predWorst.err) <= BOUNDS.model,
+  });
   const hybrid = s.get(sc.id, 'fentry', 'hybrid');
   // One hybrid_poll_time per ring: every device sleeps the same, whatever its own service time.
   const shared = everyRun(hybrid, (r) => {
@@ -162,4 +178,30 @@ export function checkSharedRing(s: SessionRuns, sc: Scenario): CheckResult[] {
   }, BOUNDS.requestedSleep);
   out.push({ id: id('shared sleep'), scenario: sc.id, title: "hybrid: the ring's one sleep on every device (requested sleep per device)", measured: shared.measured, bound: `±${BOUNDS.requestedSleep * 100}% between devices`, pass: shared.pass });
   return out;
+}
+
+/** Each device's polled I/Os, exporter vs driver. */
+function countRow(s: SessionRuns, sc: Scenario, runs: RunFigures[], what: string): CheckResult {
+  const count = everyRun(runs, (r) => {
+    const devs = ringDevices(s, r);
+    const errs = devs.map((d) => relErr(d.exporter?.polledIos, d.ios));
+    return { err: worstOf(errs.map((err) => ({ err })))?.err ?? NaN, text: devs.map((d, i) => `${d.device}: exporter ${num(d.exporter?.polledIos)} vs driver ${num(d.ios)} (${pct(errs[i]!)})`).join(', ') || 'no devices' };
+  }, BOUNDS.count);
+  return { id: 'R count', scenario: sc.id, title: `${what}: polled I/Os per device of the ring, exporter vs driver`, measured: count.measured, bound: `±${BOUNDS.count * 100}%`, pass: count.pass };
+}
+
+/** The ring modelled whole: every device marked and given its part, the ring's self-check. */
+function selfCheckRow(s: SessionRuns, sc: Scenario, runs: RunFigures[], what: string): CheckResult {
+  // The ring modelled whole (src/model/ring.ts): every device marked, its figures its part of the
+  // ring's, and the self-check (the ring's, on every device) within the model's bound.
+  const self = everyRun(runs, (r) => {
+    const devs = ringDevices(s, r);
+    const missing = (e: ExporterFigures | undefined) => Object.entries({ 'wasted CPU': e?.wastedCores, 'optimal sleep': e?.optimalSleep, 'measured CPU': e?.measuredCpuPerIo, 'self-check': e?.modelSelfError })
+      .filter(([, v]) => v === undefined).map(([k]) => k);
+    const marked = devs.length > 0 && devs.every((d) => d.exporter?.ringShared === 1 && missing(d.exporter).length === 0);
+    const worst = worstOf(devs.map((d) => ({ err: d.exporter?.modelSelfError ?? NaN })));
+    const text = devs.map((d) => `${d.device}: ring_shared ${num(d.exporter?.ringShared)}, ${missing(d.exporter).length ? `missing: ${missing(d.exporter).join(', ')}` : `self-check ${pct(d.exporter?.modelSelfError ?? NaN)} (measured ${us(d.exporter?.measuredCpuPerIo)}/IO)`}`).join('; ');
+    return { err: marked ? worst?.err ?? NaN : NaN, text: text || 'no devices' };
+  }, BOUNDS.model);
+  return { id: 'R self-check', scenario: sc.id, title: `${what}: the ring modelled whole: each device marked and given its part, the ring's self-check`, measured: self.measured, bound: `ring_shared 1 and every figure shown; ±${BOUNDS.model * 100}%`, pass: self.pass };
 }
