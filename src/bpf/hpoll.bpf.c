@@ -974,6 +974,12 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 		if (dc)
 			depth_sample(dc, st);
 	}
+	/* A completion on one device while this task has I/O in flight and its last polled event
+	 * was on another: one poller over several devices at once (a ring over several, or one task
+	 * polling two rings), the tracepoint path's stand-in for the passes it cannot see. A sync
+	 * job (one I/O in flight) that alternates devices is not. */
+	if (st->inflight > 1 && st->dev && st->dev != dev)
+		shared_poll(dev, st->dev);
 	/* the poll path follows every polled request: its sleeps and classification are counts */
 	now = bpf_ktime_get_ns();
 	if (st->inflight)

@@ -287,15 +287,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
     device: w.device,
     dev: w.dev,
     windowSeconds: w.seconds,
-    deviceTime: {
-      ...summary(dt.dist),
-      source: dt.source,
-      samples: dt.samples,
-      censored: dt.censored,
-      masses: dt.masses,
-      unresolved,
-      ...(unresolved > 0 ? { unresolvedAtNs: dt.unresolved.reduce((a, x) => a + x.p * x.atNs, 0) / unresolved } : {}),
-    },
+    deviceTime: deviceTimeState(dt, unresolved),
     wakeOverhead: { ...summary(fO), source: wakeDist ? 'measured' : 'default' },
     switchCostNs: csw.ns,
     switchCostSource: csw.source,
@@ -333,6 +325,19 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
 
 /** Shared poll calls per polled I/O above which a device counts as polled by a ring over several devices. */
 export const SHARED_RING_POLLS_PER_IO = 0.01;
+
+/** ModelTarget.deviceTime: F_D's summary and where it came from (`unresolved`: its unresolved share). */
+export function deviceTimeState(dt: DeviceTime, unresolved: number): ModelTarget['deviceTime'] {
+  return {
+    ...summary(dt.dist),
+    source: dt.source,
+    samples: dt.samples,
+    censored: dt.censored,
+    masses: dt.masses,
+    unresolved,
+    ...(unresolved > 0 ? { unresolvedAtNs: dt.unresolved.reduce((a, x) => a + x.p * x.atNs, 0) / unresolved } : {}),
+  };
+}
 
 /** ModelTarget.sharedRing, when the window shows the device polled alongside another in one ring. */
 export function sharedRing(w: DeviceWindow, polledIos: number | undefined): ModelTarget['sharedRing'] {

@@ -5,7 +5,7 @@
 // ring whole: the poller model (poller/) over the ring's devices, each with its own F_D and share
 // of the I/Os, at the ring's depth, on the ring's summed costs; each device gets its part. Pure.
 import { advise } from './advice.js';
-import { analyse, checkOversleep, counter, currentSleep, DEFAULT_SWITCH_COST_NS, DEFAULT_WAKE_OVERHEAD_NS, detectPolicy, deviceTime, MIN_SAMPLES, sharedRing, switchCost, unresolvedBound, wakeOverhead, chargesWakeLatency } from './analyse.js';
+import { analyse, checkOversleep, counter, currentSleep, DEFAULT_SWITCH_COST_NS, deviceTimeState, DEFAULT_WAKE_OVERHEAD_NS, detectPolicy, deviceTime, MIN_SAMPLES, sharedRing, switchCost, unresolvedBound, wakeOverhead, chargesWakeLatency } from './analyse.js';
 import { depthMix, deviceTimesAtDepth, meanInFlight, pollerCosts, pollerEra } from './depth.js';
 import { atom, calibratedDist, mean, summary } from './dist.js';
 import { filledBuckets, histSum } from './hist.js';
@@ -173,15 +173,7 @@ export function analyseRing(ws: readonly DeviceWindow[], opts: AnalyseOptions): 
       device: w.device,
       dev: w.dev,
       windowSeconds: w.seconds,
-      deviceTime: {
-        ...summary(dt.dist),
-        source: dt.source,
-        samples: dt.samples,
-        censored: dt.censored,
-        masses: dt.masses,
-        unresolved,
-        ...(unresolved > 0 ? { unresolvedAtNs: dt.unresolved.reduce((a, x) => a + x.p * x.atNs, 0) / unresolved } : {}),
-      },
+      deviceTime: deviceTimeState(dt, unresolved),
       wakeOverhead: { ...summary(fO), source: wakeDist ? 'measured' : 'default' },
       switchCostNs: csw.ns,
       switchCostSource: csw.source,

@@ -200,14 +200,17 @@ describe('one ring over two devices', () => {
     expect(rows([]).every((c) => !c.pass)).toBe(true);
   });
 
-  it('judges the tracepoint path\'s runs, where there are any, by the counts and the ring model (it sees no rings)', () => {
+  it('judges the tracepoint path\'s runs, where there are any, by the counts and the devices marked and modelled (it sees no rings)', () => {
     const tp = (r: RunRecord): RunRecord => ({ ...r, tracing: 'tracepoint' });
     const r = rows([run('hybrid', 0.2, hybridDevs), run('poll', 0.48, classicDevs), tp(run('hybrid', 0.2, hybridDevs)), tp(run('poll', 0.48, classicDevs))]);
     expect(r.filter((c) => c.title.startsWith('tracepoint')).map((c) => `${c.id}: ${c.title.split(':')[0]}`)).toEqual([
-      'R count: tracepoint classic', 'R self-check: tracepoint classic', 'R count: tracepoint hybrid', 'R self-check: tracepoint hybrid',
+      'R count: tracepoint classic', 'R marked: tracepoint classic', 'R count: tracepoint hybrid', 'R marked: tracepoint hybrid',
     ]);
     expect(r.every((c) => c.pass)).toBe(true);
     const unmarked = rows([run('hybrid', 0.2, hybridDevs), run('poll', 0.48, classicDevs), tp(run('hybrid', 0.2, [hybridDevs[0], { ...hybridDevs[1], shared: 0 }]))]);
-    expect(get(unmarked, 'R self-check', 'tracepoint hybrid').pass).toBe(false);
+    expect(get(unmarked, 'R marked', 'tracepoint hybrid').pass).toBe(false);
+    // the self-check is shown there, not judged (no loop costs on that path)
+    const off = rows([run('hybrid', 0.2, hybridDevs), run('poll', 0.48, classicDevs), tp(run('hybrid', 0.2, [hybridDevs[0], { ...hybridDevs[1], self: -0.3 }]))]);
+    expect(get(off, 'R marked', 'tracepoint hybrid')).toMatchObject({ pass: true, measured: expect.stringMatching(/self-check -30\.0%/) });
   });
 });
