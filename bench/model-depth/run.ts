@@ -4,12 +4,15 @@
 // under the kernel's own rule), against today's QD1 model on the same inputs (CostModel +
 // evaluatePolicies + the current outcome). Runs are paired (A B A B …); the figures are medians over the pairs of
 // process CPU time (user + system) per device per collection.
-//   npx tsx bench/model-depth/run.ts [--devices 64] [--pairs 7] [--ios 2000] [--era iouring_70]
+//   npx tsx bench/model-depth/run.ts [--devices 64] [--pairs 7] [--ios 2000] [--era iouring_70] [--ring 2]
+// --ring N: the devices are rings of N devices each, every ring analysed as src/model/ring.ts does
+// (deviceTimesAtDepth over the ring's devices, each fitted to its own rq_lat mean, then one
+// evaluatePoller over them); the figures stay per device.
 // A calibration loop (1e8 additions) is timed before and after: compare it between runs (a
 // loaded machine inflates it and every other figure alike).
 import { parseArgs } from 'node:util';
 import { bucketOf } from '../../src/model/buckets.js';
-import { fitDeviceTime } from '../../src/model/depth.js';
+import { deviceTimesAtDepth, fitDeviceTime } from '../../src/model/depth.js';
 import { distFromMasses, mean, scaledToMean } from '../../src/model/dist.js';
 import { CostModel, evaluatePolicies } from '../../src/model/policies.js';
 import { evaluatePoller, Sampler, type PollerEra, type PollerInput } from '../../src/model/poller/index.js';
@@ -22,12 +25,14 @@ const { values } = parseArgs({
     pairs: { type: 'string', default: '7' },
     ios: { type: 'string', default: '1500' },
     era: { type: 'string', default: 'iouring_70' },
+    ring: { type: 'string', default: '1' },
   },
 });
 const nDev = Number(values.devices);
 const pairs = Number(values.pairs);
 const ios = Number(values.ios);
 const era = values.era as PollerEra;
+const ringSize = Math.max(1, Number(values.ring));
 
 /** A histogram on the BPF grid of lognormal-ish samples, as analyse builds F_D/F_O from one (calibrated to the exact mean). */
 function histDist(rand: () => number, meanNs: number, cv: number, n = 4000): Dist {
@@ -93,7 +98,19 @@ const correct = (inp: PollerInput, i: number): PollerInput => {
   });
   return { ...inp, devices: [{ ...d, fD }] };
 };
-const analyse = (inp: PollerInput, i: number) => evaluatePoller(correct(inp, i));
+/** A ring over inputs[i .. i + ringSize): its devices' F_D shifted together, then one poller over them (analyseRing's work). */
+const analyseRing = (i: number) => {
+  const members = inputs.slice(i, i + ringSize);
+  const inp = members[0]!;
+  if (inp.era === 'blkmq_sync') throw new Error('--ring: an io_uring era');
+  const meanDepth = inp.depth.reduce((x, [n, w]) => x + n * w, 0) / inp.depth.reduce((x, [, w]) => x + w, 0);
+  const fits = deviceTimesAtDepth({
+    era: inp.era, depth: Math.max(1, Math.round(meanDepth)), fO: inp.fO, sleepOnCpuNs: 0, switchCostNs: inp.switchCostNs, submission: inp.submission,
+    rule: { kind: 'static', sleepNs: members.map(() => 5000) }, devices: members.map((m) => ({ fD: m.devices[0]!.fD, share: 1, targetNs: 1.2 * mean(m.devices[0]!.fD) })),
+  });
+  evaluatePoller({ ...inp, devices: members.map((m, k) => ({ ...m.devices[0]!, fD: fits[k]!.fD })), current: { policy: 'iouring_half_min', rule: 'static', sleepNs: 5000 } });
+};
+const analyse = (inp: PollerInput, i: number) => (ringSize > 1 ? i % ringSize === 0 && analyseRing(i) : evaluatePoller(correct(inp, i)));
 const depthModel = () => {
   inputs.forEach(analyse);
 };
@@ -123,10 +140,13 @@ const perDepth = DEPTHS.map((d, k) => {
   const ms = cpuMs(() => sel.forEach(([inp, i]) => analyse(inp, i))) / sel.length;
   return `${d.map(([n]) => n).join('+')}: ${ms.toFixed(2)}`;
 });
-console.log(`${nDev} devices, era ${era}, ${ios} simulated I/Os per poller, ${pairs} pairs (A = poller model, B = QD1 model)`);
+console.log(`${nDev} devices${ringSize > 1 ? ` in rings of ${ringSize}` : ''}, era ${era}, ${ios} simulated I/Os per poller, ${pairs} pairs (A = poller model, B = QD1 model)`);
 console.log(`CPU ms per device per collection: A median ${med(a).toFixed(2)} (min ${Math.min(...a).toFixed(2)}, max ${Math.max(...a).toFixed(2)}); B median ${med(b).toFixed(3)}`);
 console.log(`CPU ms per collection at ${nDev} devices: A ${(med(a) * nDev).toFixed(0)}, B ${(med(b) * nDev).toFixed(1)}`);
-console.log(`A per device by depth (ms, one pass): ${perDepth.join('; ')}`);
-console.log(`of A, the F_D correction alone (one pass): ${corrections.toFixed(2)} ms per device`);
-console.log(`one cold-ish evaluation after warm-up (depth 64, new seed): ${first.toFixed(2)} ms`);
+if (ringSize === 1) {
+  // per device only: a ring takes its first device's depth and its devices' work together
+  console.log(`A per device by depth (ms, one pass): ${perDepth.join('; ')}`);
+  console.log(`of A, the F_D correction alone (one pass): ${corrections.toFixed(2)} ms per device`);
+  console.log(`one cold-ish evaluation after warm-up (depth 64, new seed): ${first.toFixed(2)} ms`);
+}
 console.log(`calibration (1e8 additions): ${calBefore.toFixed(0)} ms before, ${calAfter.toFixed(0)} ms after`);
