@@ -81,7 +81,7 @@ const verdict = (t: ReportDevice['target']): string[] => ['', `  => ${t.recommen
 /** A ring over several devices modelled whole: its devices, its CPU, its self-check, and this device's part. */
 export function ringLine(r: RingState): string {
   const check = `${r.modelCpuErrorRatio >= 0 ? '+' : ''}${percent(r.modelCpuErrorRatio)}`;
-  return `one io_uring ring polls ${r.devices.join(', ')} with one sleep: the model runs the ring whole (CPU per I/O over the ring: measured ${duration(r.measuredCpuPerIoNs)}, modelled ${duration(r.currentCpuNs)}, self-check ${check}; best ${duration(r.bestCpuNs)} at ${duration(r.bestSleepNs)}); this device's figures are its part, ${percent(r.cpuShare)} of the ring's CPU`;
+  return `one io_uring ring polls ${r.devices.join(', ')} with one sleep: the model runs the ring whole (CPU per I/O over the ring: measured ${duration(r.measuredCpuPerIoNs)}, modelled ${duration(r.currentCpuNs)}, self-check ${check}; best ${duration(r.bestCpuNs)}, ${r.bestSleepNs > 0 ? `sleeping ${duration(r.bestSleepNs)}` : 'classic polling'}); this device's figures are its part, ${percent(r.cpuShare)} of the ring's CPU`;
 }
 
 /** A device a ring over several devices polls: what was measured, and why the model's figures are withheld. */

@@ -178,4 +178,20 @@ describe('report on a device a ring over several devices polls', () => {
     expect(html).toContain('shared ring');
     expect(html).not.toContain('optimal sleep');
   });
+
+  it('shows the full model and the ring it is part of when the ring was modelled whole', async () => {
+    const r = await firstPhase();
+    const d = r.devices[0]!;
+    const ring = {
+      devs: ['259:0', '259:1'], devices: ['nvme0n1', 'nvme1n1'], polledIos: 8000, measuredCpuPerIoNs: 11_360, currentCpuNs: 11_680,
+      classicCpuNs: 12_510, bestCpuNs: 12_510, bestSleepNs: 0, modelCpuErrorRatio: 0.028, cpuShare: 0.577,
+    };
+    const modelled: Report = { ...r, devices: [{ ...d, target: { ...d.target, sharedRing: { pollsPerIo: 0.67, ring } } }] };
+    const text = renderText(modelled);
+    expect(text).toMatch(/^ {2}ring +one io_uring ring polls nvme0n1, nvme1n1 with one sleep: .*measured 11\.4 µs, modelled 11\.7 µs, self-check \+2\.8%; best 12\.5 µs, classic polling\).*57\.7% of the ring's CPU$/m);
+    expect(text).toMatch(/^ {2}(optimal sleep|efficiency) /m);
+    const html = renderHtml(modelled);
+    expect(html).toMatch(/<p class="ring">one io_uring ring polls nvme0n1, nvme1n1/);
+    expect(html).toContain('optimal sleep');
+  });
 });
