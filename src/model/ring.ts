@@ -108,8 +108,8 @@ export function analyseRing(ws: readonly DeviceWindow[], opts: AnalyseOptions): 
   // the ring's figures per I/O over the measured mix of its devices' I/Os
   const overRing = (o: PollerOutcome) => ws.reduce((a, _, k) => a + ios[k]! * o.perDevice[k]!.cpuNs, 0) / polledIos;
   const cpuWeight = ws.map((_, k) => ios[k]! * r.current.perDevice[k]!.cpuNs);
-  const cpuTotal = cpuWeight.reduce((a, x) => a + x, 0);
   const currentCpuNs = overRing(r.current);
+  const cpuTotal = currentCpuNs * polledIos;
   const state: Omit<RingState, 'cpuShare'> = {
     devs: ws.map((w) => w.dev),
     devices: ws.map((w) => w.device),
