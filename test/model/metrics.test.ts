@@ -55,6 +55,48 @@ describe('model metric families of a device a ring over several devices polls', 
   });
 });
 
+describe('model metric families of a ring over two devices, linked by BPF', () => {
+  /** two devices of one ring at time tS: each its own I/Os (10 and 40 µs), the ring's depth 2, linked both ways */
+  function ringSnap(tS: number, n: number): Snapshot {
+    const base = snap(tS, n);
+    const dev = (d: string, name: string, meanNs: number, seed: number, other: string, waits: boolean) => {
+      const r = prng(seed + tS);
+      const { hists, counters } = simulatePoller({ n, D: () => normal(r, meanNs, meanNs / 30), O: () => normal(r, 1000, 100), sleepNs: 5000, cswNs: 1500, kernelEstimate: true });
+      return { series: { dev: d, device: name, hists, sharedWith: other }, counters: { ...counters, shared_polls: 2 * n, waits: waits ? n : 0, inflight_sum: waits ? 2 * n : 0 } };
+    };
+    const a = dev('259:0', 'nvme0n1', 10_000, 1, '259:1', true);
+    const b = dev('259:1', 'nvme1n1', 40_000, 2, '259:0', false);
+    return { ...base, bpf: { ...base.bpf!, devices: [a.series, b.series], deviceCounters: { '259:0': a.counters, '259:1': b.counters } } };
+  }
+
+  it('show every figure as the device\'s part of the ring; the wasted counters add up to the ring\'s', () => {
+    const model = new EfficiencyModel({ windowSeconds: 60, latencyBudget: 0.01 });
+    const a = ringSnap(0, 1000);
+    a.model = model.update(a);
+    const b = ringSnap(15, 20_000);
+    b.model = model.update(b);
+    const byName = new Map(modelFamilies(b).map((f) => [f.name, f.samples]));
+    expect(byName.get('hybridpoll_model_ring_shared')!.map((x) => x.value)).toEqual([1, 1]);
+    for (const n of ['optimal_sleep_seconds', 'wasted_cpu_cores', 'measured_cpu_seconds_per_io', 'model_cpu_error_ratio', 'wasted_cpu_seconds_total']) {
+      expect(byName.get(`hybridpoll_${n}`)!.length, n).toBe(2);
+    }
+    const [t0, t1] = b.model.targets;
+    const ring = t0!.sharedRing!.ring!;
+    expect(t1!.sharedRing!.ring!.devices).toEqual(ring.devices);
+    // one sleep for the ring, one self-check
+    expect(t0!.best.sleepNs).toBe(t1!.best.sleepNs);
+    expect(t0!.modelCpuErrorRatio).toBeCloseTo(t1!.modelCpuErrorRatio!, 9);
+    // the counter of the last interval: each device its share of the ring's measured CPU above its best
+    const w = new Map(b.model.wastedCpuSecondsTotal.map((x) => [x.device, x.seconds]));
+    const iv = (d: string, k: string) => b.bpf!.deviceCounters[d]![k]! - a.bpf!.deviceCounters[d]![k]!;
+    const ringNs = ['259:0', '259:1'].reduce((x, d) => x + iv(d, 'spin_ns') + iv(d, 'sleeps') * t0!.switchCostNs, 0);
+    const expected = (t: typeof t0, d: string) => Math.max(0, ringNs * t!.sharedRing!.ring!.cpuShare - iv(d, 'polled_ios') * t!.best.cpuNs) / 1e9;
+    expect(w.get('nvme0n1')! + w.get('nvme1n1')!).toBeGreaterThan(0);
+    expect(w.get('nvme0n1')).toBeCloseTo(expected(t0, '259:0'), 9);
+    expect(w.get('nvme1n1')).toBeCloseTo(expected(t1, '259:1'), 9);
+  });
+});
+
 describe('model metric families', () => {
   const s = run();
   const fams = modelFamilies(s);
