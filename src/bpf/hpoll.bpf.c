@@ -160,7 +160,7 @@ struct task_st {
 	u8 test;          /* test-mode task */
 	u8 in_pass;       /* fentry: inside io_do_iopoll */
 	u8 in_cp;         /* fentry: inside io_uring_classic_poll */
-	u8 pass_multi;    /* fentry: this pass polled requests of two devices (dev_ctr.shared_polls) */
+	u8 pass_multi;    /* fentry: bit 0, this pass polled requests of two devices (dev_ctr.shared_polls); bit 1, the previous pass did */
 	u32 pass_dev;     /* fentry: the device of the pass's first poll call */
 	u8 wait_open;     /* tracepoint: a polled issue since the last depth sample (on_complete) */
 	u64 t_end;        /* fentry: end of the last poll loop (0: none since the next loop started) */
@@ -1235,7 +1235,7 @@ int BPF_PROG(hp_iopoll_in, struct io_ring_ctx *rctx)
 	st->in_cp = 0;
 	st->pass_sleeps = 0;
 	st->pass_dev = 0;
-	st->pass_multi = 0;
+	st->pass_multi = (st->pass_multi & 1) << 1;
 	/* io_iopoll_check (inlined into the syscall, not traceable) calls io_do_iopoll until a pass
 	 * finds completions: the loop runs from the first pass's entry to that pass's exit */
 	if (!st->t_loop) {
@@ -1327,21 +1327,29 @@ SEC("fentry/io_uring_classic_poll")
 int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsigned int poll_flags)
 {
 	struct task_st *st = task_get((u32)bpf_get_current_pid_tgid(), false);
+	u32 prev;
 
 	if (!st || !st->in_pass)
 		return 0;
+	prev = st->dev;
 	st->dev = file_dev(req->file);
 	st->in_cp = 1;
 	ctr_inc(C_CPOLL);
 	/* a pass over requests of two devices: a ring over several devices (its first device's
-	 * calls counted once, when the second shows) */
+	 * calls counted once, when the second shows). A pass that polls one device only (it stops
+	 * at the first poll that finds completions: after a long sleep, always the first) shows the
+	 * ring at its first poll instead: another device than the task's last polled event (the
+	 * previous pass's last poll, or an issue) while more than this request is in flight; not
+	 * after a pass over two devices, which counted already (a classic ring's every pass). */
 	if (!st->pass_dev) {
 		st->pass_dev = st->dev;
-	} else if (st->dev != st->pass_dev && !st->pass_multi) {
-		st->pass_multi = 1;
+		if (!(st->pass_multi & 2) && st->inflight > 1 && prev && prev != st->dev)
+			shared_poll(st->dev, prev);
+	} else if (st->dev != st->pass_dev && !(st->pass_multi & 1)) {
+		st->pass_multi |= 1;
 		shared_poll(st->pass_dev, st->dev);
 	}
-	if (st->pass_multi)
+	if (st->pass_multi & 1)
 		shared_poll(st->dev, st->pass_dev);
 	/* Runs once per request per pass. A loop with no sleep needs nothing else here: its found
 	 * time and the call lengths only serve the spin after a sleep and the classification of

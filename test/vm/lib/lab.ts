@@ -39,6 +39,8 @@ export const HPSIM_PROFILES = {
   hpsim6: 'fixed:50000',
   hpsim7: 'fixed:20000',
   hpsim8: 'fixed:100000',
+  hpsim9: 'fixed:20000',
+  hpsim10: 'fixed:100000',
 } as const;
 
 /** insmod parameters of the trixie guest's hpsim module: one poll queue per device, as nvme's per CPU set. */
@@ -60,6 +62,10 @@ export function scenarios(ios: number): Scenario[] {
     {
       ...sim('ring-2dev', 'one ring over two simulated devices, one 4k randread in flight on each: fixed 20 µs and fixed 100 µs', 'hpsim7', 2),
       ring: (['hpsim7', 'hpsim8'] as const).map((d) => ({ serial: d, profile: HPSIM_PROFILES[d] })),
+    },
+    {
+      ...sim('ring-2dev-qd16', 'one ring over two simulated devices at depth, eight 4k randreads in flight on each: fixed 20 µs and fixed 100 µs', 'hpsim9', 16),
+      ring: (['hpsim9', 'hpsim10'] as const).map((d) => ({ serial: d, profile: HPSIM_PROFILES[d] })),
     },
     sim('rings2-qd1-fixed50', 'two processes side by side, each its own ring at QD1, 4k randread, simulated device, fixed 50 µs', 'hpsim6', 1, 2),
     { id: 'qd1-nvme', title: 'QD1 4k randread, QEMU NVMe (null-co, no added latency; host-clock device: no model checks)', serial: 'hpfast', qd: 1, bs: 4096, ios, model: false },
