@@ -269,15 +269,13 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
   let measured: Measured | undefined;
   const spinNs = counter(w, 'spin_ns') ?? w.hists.spin?.sumNs;
   if (polledIos && polledIos > 0 && spinNs !== undefined) {
-    const overslept = counter(w, 'overslept') ?? w.hists.found_slept?.count;
-    const spun = counter(w, 'spun') ?? w.hists.dev_spun?.count;
-    const judged = (overslept ?? 0) + (spun ?? 0);
+    const oversleep = oversleepRatio(w);
     measured = {
       polledIos,
       iops: polledIos / w.seconds,
       spinPerIoNs: spinNs / polledIos,
       cpuPerIoNs: (spinNs + sleeps * csw.ns) / polledIos,
-      ...(judged > 0 ? { oversleepRatio: (overslept ?? 0) / judged } : {}),
+      ...(oversleep !== undefined ? { oversleepRatio: oversleep } : {}),
     };
   }
 
@@ -325,6 +323,13 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
 
 /** Shared poll calls per polled I/O above which a device counts as polled by a ring over several devices. */
 export const SHARED_RING_POLLS_PER_IO = 0.01;
+
+/** Measured.oversleepRatio: overslept / (overslept + spun) of the window's slept I/Os; undefined when none was judged. */
+export function oversleepRatio(w: DeviceWindow): number | undefined {
+  const overslept = counter(w, 'overslept') ?? w.hists.found_slept?.count ?? 0;
+  const spun = counter(w, 'spun') ?? w.hists.dev_spun?.count ?? 0;
+  return overslept + spun > 0 ? overslept / (overslept + spun) : undefined;
+}
 
 /** ModelTarget.deviceTime: F_D's summary and where it came from (`unresolved`: its unresolved share). */
 export function deviceTimeState(dt: DeviceTime, unresolved: number): ModelTarget['deviceTime'] {

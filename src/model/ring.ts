@@ -5,7 +5,7 @@
 // ring whole: the poller model (poller/) over the ring's devices, each with its own F_D and share
 // of the I/Os, at the ring's depth, on the ring's summed costs; each device gets its part. Pure.
 import { advise } from './advice.js';
-import { analyse, checkOversleep, counter, currentSleep, DEFAULT_SWITCH_COST_NS, deviceTimeState, DEFAULT_WAKE_OVERHEAD_NS, detectPolicy, deviceTime, MIN_SAMPLES, sharedRing, switchCost, unresolvedBound, wakeOverhead, chargesWakeLatency } from './analyse.js';
+import { analyse, checkOversleep, counter, currentSleep, DEFAULT_SWITCH_COST_NS, deviceTimeState, DEFAULT_WAKE_OVERHEAD_NS, detectPolicy, deviceTime, MIN_SAMPLES, oversleepRatio, sharedRing, switchCost, unresolvedBound, wakeOverhead, chargesWakeLatency } from './analyse.js';
 import { depthMix, deviceTimesAtDepth, meanInFlight, pollerCosts, pollerEra } from './depth.js';
 import { atom, calibratedDist, mean, summary } from './dist.js';
 import { filledBuckets, histSum } from './hist.js';
@@ -157,14 +157,13 @@ export function analyseRing(ws: readonly DeviceWindow[], opts: AnalyseOptions): 
     // the ring's measured CPU split as the model splits its own: every device shares the ring's self-check
     const cpuShare = cpuTotal > 0 ? cpuWeight[k]! / cpuTotal : ios[k]! / polledIos;
     const cpuPerIoNs = (measuredCpu * polledIos * cpuShare) / ios[k]!;
-    const overslept = counter(w, 'overslept') ?? w.hists.found_slept?.count ?? 0;
-    const spun = counter(w, 'spun') ?? w.hists.dev_spun?.count ?? 0;
+    const oversleep = oversleepRatio(w);
     const measured = {
       polledIos: ios[k]!,
       iops: ios[k]! / w.seconds,
       spinPerIoNs: (spinNs * cpuShare) / ios[k]!,
       cpuPerIoNs,
-      ...(overslept + spun > 0 ? { oversleepRatio: overslept / (overslept + spun) } : {}),
+      ...(oversleep !== undefined ? { oversleepRatio: oversleep } : {}),
     };
     const gain = classic.cpuNs - best.cpuNs;
     const unresolved = dt.unresolved.reduce((a, x) => a + x.p, 0);

@@ -85,10 +85,11 @@ export class EfficiencyModel implements ModelStage {
   private wastedSince(t: ModelTarget): number {
     const ring = t.sharedRing?.ring;
     // a device of a ring modelled whole: its part (cpuShare) of what the ring's poller measured over every device of it
-    const parts = ring ? ring.devs.map((dev) => this.measuredSince(dev, t.switchCostNs)) : [this.measuredSince(t.dev, t.switchCostNs)];
-    if (parts.some((p) => p === undefined)) return 0;
+    const own = this.measuredSince(t.dev, t.switchCostNs);
+    const parts = ring ? ring.devs.map((dev) => (dev === t.dev ? own : this.measuredSince(dev, t.switchCostNs))) : [own];
+    if (!own || parts.some((p) => p === undefined)) return 0;
     const measuredNs = parts.reduce((a, p) => a + p!.cpuNs, 0) * (ring ? ring.cpuShare : 1);
-    const ios = this.measuredSince(t.dev, t.switchCostNs)!.ios;
+    const ios = own.ios;
     if (!(ios > 0)) return 0;
     return Math.max(0, measuredNs - ios * t.best.cpuNs) / 1e9;
   }
