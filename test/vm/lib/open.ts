@@ -29,11 +29,11 @@ const DEPTH_FD =
 export const OPEN_CHECKS: readonly OpenCheck[] = [
   {
     id: 'R self-check', scenario: /^ring-2dev-qd16$/, title: /^classic/,
-    cause: 'one ring over two devices at QD16 (full profile only, 2026-12-05): the classic run\'s self-check read -23.4 % (-35.8 % with the devices shared with ring-2dev); suspected: on a ring the classic run\'s F_D is rq_lat\'s shape shifted to its mean, not deconvolved as on one device (src/model/ring.ts); the hybrid run\'s self-check passes (+3.3 %) (issue 15)',
+    cause: 'one ring over two devices at QD16 (full profile only): the classic run\'s self-check read -23.4 % (2026-12-05), -24.4, -23.6, -23.6 % (2026-12-06). Measured 2026-12-06: the model\'s classic CPU is the loop\'s completion work alone (1.74 µs/IO = loop_reap) where the ring spins 2.24-2.30 µs/IO; the poller is the bottleneck (~1 pass per loop, 2672 io_uring_classic_poll calls per 885 passes), and each pass walks the iopoll list polling the slow device\'s queue once per request ahead of a fast one (oneshot calls that find nothing, which the simulation treats as free), each call carrying the fentry/fexit programs (classic_poll_enter ≈ 410 ns, exit ≈ 300 ns per run in virtual time). A sampled timing of the finding and empty oneshot calls (0.76 µs each) moved the self-check to -18 % but itself added ≈ 0.12 µs/IO of BPF and was not kept. Separately, the classic run\'s F_D is rq_lat\'s shape shifted to its mean and stops at 0: the 20 µs device reads E[D] 87-89 µs; deconvolving both devices\' rq_lat in one ring simulation (tried) put the hybrid run\'s E[D] of ring-2dev at 19.2 / 99.9 µs but its self-check at +11.0 %, so it was not kept either (issue 15; issue 16 for the per-call BPF)',
   },
   {
     id: 'R model', scenario: /^ring-2dev-qd16$/,
-    cause: 'one ring over two devices at QD16 (full profile only, 2026-12-05): the classic prediction from the hybrid run read +26.5 % (-4.0 % in an earlier boot); the hybrid run sleeps 105 µs (the ring\'s hpt/2) and its F_D rests on censored found times; not yet identified (issue 15)',
+    cause: 'one ring over two devices at QD16 (full profile only): the classic prediction from the hybrid run read +26.5 % (2026-12-05; -4.0 % in an earlier boot), +27.8 % (2026-12-06). The hybrid run sleeps 105-108 µs (the ring\'s hpt/2), every slept I/O is found at its wake-up, and its F_D rests on censored found times: E[D] 148-161 µs for the 20 and 100 µs devices, so the classic simulation waits on the devices where the classic run is poller-bound; the classic run itself is missed by the in-loop costs of the R self-check entry above (issue 15)',
   },
   {
     id: '4 unchanged', scenario: /^qd4-fixed50$/, title: /^hybrid under (fentry|tracepoint)/,
