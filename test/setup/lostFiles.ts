@@ -16,10 +16,15 @@ export interface LostFilesReport {
 }
 
 const WORKER_EXIT = /Worker exited unexpectedly/;
+// the same death seen from the other side: vitest writing to the dead worker's channel first
+const WORKER_CHANNEL = /Worker forks emitted error/;
+const CHANNEL_GONE = /EPIPE|ERR_IPC_CHANNEL_CLOSED|channel closed/i;
 
 function isWorkerExit(e: SerializedError): boolean {
-  const cause = (e as { cause?: { message?: unknown } }).cause;
-  return WORKER_EXIT.test(String(e.message ?? '')) || WORKER_EXIT.test(String(cause?.message ?? ''));
+  const cause = (e as { cause?: { message?: unknown; code?: unknown } }).cause;
+  const message = String(e.message ?? '');
+  if (WORKER_EXIT.test(message) || WORKER_EXIT.test(String(cause?.message ?? ''))) return true;
+  return WORKER_CHANNEL.test(message) && CHANNEL_GONE.test(`${String(cause?.code ?? '')} ${String(cause?.message ?? '')}`);
 }
 
 /** The kernel's lines on processes it killed or that crashed (needs root; empty if unreadable). */

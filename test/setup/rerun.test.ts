@@ -35,7 +35,10 @@ describe('test/run.mjs, when a vitest worker dies', () => {
 
   it('says how the worker ended where Node can tell (an exit code), and reruns', () => {
     const r = runFixtures('exits.fixture.ts', 'ipc');
-    expect(r.out).toMatch(/vitest worker \d+ exited with code \d+ before its test file finished/);
+    // Which side sees the cut channel first is a race: the worker, which then exits with a code
+    // and says so, or vitest, whose next write fails (EPIPE) and which ends the worker itself;
+    // either way the death is reported and the file run once more
+    expect(r.out).toMatch(/vitest worker \d+ exited with code \d+ before its test file finished|Worker forks emitted error[\s\S]*EPIPE/);
     expect(r.out).toMatch(RERUN);
     expect(r.status).toBe(0);
   });
