@@ -112,6 +112,15 @@ struct dev_ctr {
 	__u64 look_kk;
 	__u64 look_kns;
 	__u64 wake_look_ns;
+	/* fentry: a loop without a sleep whose first call, a oneshot poll, found completions already
+	 * there (a ring over several devices that the poller, not the devices, paces): the loop's
+	 * start -> that call's end (the pass's own start, the call and the programs around it) and the
+	 * completions it found, for the same fit as looks; the finding look of a classic ring */
+	__u64 pass_looks;
+	__u64 pass_look_ns;
+	__u64 pass_look_k;
+	__u64 pass_look_kk;
+	__u64 pass_look_kns;
 	/* fentry: poll calls on this device in io_do_iopoll passes that also polled another device's
 	 * requests: a ring over several devices, one poller for all of them (its per-device records
 	 * split the ring's loops; the model leaves such a device's figures out) */

@@ -687,6 +687,11 @@ static void dump_devs(struct hpoll *skel)
 				agg.look_kk += d->look_kk;
 				agg.look_kns += d->look_kns;
 				agg.wake_look_ns += d->wake_look_ns;
+				agg.pass_looks += d->pass_looks;
+				agg.pass_look_ns += d->pass_look_ns;
+				agg.pass_look_k += d->pass_look_k;
+				agg.pass_look_kk += d->pass_look_kk;
+				agg.pass_look_kns += d->pass_look_kns;
 				agg.shared_polls += d->shared_polls;
 				if (d->shared_with)
 					agg.shared_with = d->shared_with;
@@ -700,7 +705,8 @@ static void dump_devs(struct hpoll *skel)
 		       "\"gap_kk\":%llu,\"gap_kns\":%llu,\"reap_ns\":%llu,\"reaped\":%llu,"
 		       "\"lead_ns\":%llu,\"leads\":%llu,\"looks\":%llu,\"look_ns\":%llu,"
 		       "\"look_k\":%llu,\"look_kk\":%llu,\"look_kns\":%llu,\"wake_look_ns\":%llu,"
-		       "\"shared_polls\":%llu",
+		       "\"pass_looks\":%llu,\"pass_look_ns\":%llu,\"pass_look_k\":%llu,"
+		       "\"pass_look_kk\":%llu,\"pass_look_kns\":%llu,\"shared_polls\":%llu",
 		       n ? "," : "",
 		       key >> 20, key & 0xfffff, (unsigned long long)agg.polled_ios,
 		       (unsigned long long)agg.exact, (unsigned long long)agg.calibrated,
@@ -715,7 +721,9 @@ static void dump_devs(struct hpoll *skel)
 		       (unsigned long long)agg.looks, (unsigned long long)agg.look_ns,
 		       (unsigned long long)agg.look_k, (unsigned long long)agg.look_kk,
 		       (unsigned long long)agg.look_kns, (unsigned long long)agg.wake_look_ns,
-		       (unsigned long long)agg.shared_polls);
+		       (unsigned long long)agg.pass_looks, (unsigned long long)agg.pass_look_ns,
+		       (unsigned long long)agg.pass_look_k, (unsigned long long)agg.pass_look_kk,
+		       (unsigned long long)agg.pass_look_kns, (unsigned long long)agg.shared_polls);
 		if (agg.shared_with)
 			printf(",\"shared_with\":\"%u:%u\"}", agg.shared_with >> 20, agg.shared_with & 0xfffff);
 		else

@@ -82,7 +82,9 @@ export interface LoaderDevice {
 export const POLLER_COUNTERS = ['gaps', 'gap_ns', 'gap_k', 'gap_kk', 'gap_kns', 'reap_ns', 'reaped', 'lead_ns', 'leads'] as const;
 /** the finding poll call after a sleep (newer than POLLER_COUNTERS: a loader prints all six or none) */
 export const LOOK_COUNTERS = ['looks', 'look_ns', 'look_k', 'look_kk', 'look_kns', 'wake_look_ns'] as const;
-export type PollerCounter = (typeof POLLER_COUNTERS)[number] | (typeof LOOK_COUNTERS)[number];
+/** a classic loop's finding look, its start → its first (oneshot) call's end (newer than LOOK_COUNTERS: all five or none) */
+export const PASS_LOOK_COUNTERS = ['pass_looks', 'pass_look_ns', 'pass_look_k', 'pass_look_kk', 'pass_look_kns'] as const;
+export type PollerCounter = (typeof POLLER_COUNTERS)[number] | (typeof LOOK_COUNTERS)[number] | (typeof PASS_LOOK_COUNTERS)[number];
 
 export interface LoaderRing {
   ring: string;
@@ -306,7 +308,11 @@ function parseDevice(v: unknown, path: string): LoaderDevice {
     ...(o['shared_polls'] !== undefined ? { sharedPolls: count(o['shared_polls'], `${path}.shared_polls`) } : {}),
     ...(o['shared_with'] !== undefined ? { sharedWith: dev(o['shared_with'], `${path}.shared_with`) } : {}),
     ...(o['gaps'] !== undefined
-      ? { poller: Object.fromEntries([...POLLER_COUNTERS, ...(o['looks'] !== undefined ? LOOK_COUNTERS : [])].map((k) => [k, count(o[k], `${path}.${k}`)])) }
+      ? {
+          poller: Object.fromEntries(
+            [...POLLER_COUNTERS, ...(o['looks'] !== undefined ? LOOK_COUNTERS : []), ...(o['pass_looks'] !== undefined ? PASS_LOOK_COUNTERS : [])].map((k) => [k, count(o[k], `${path}.${k}`)]),
+          ),
+        }
       : {}),
   };
 }

@@ -26,6 +26,9 @@ export function meanInFlight(counters: Record<string, number>): number | undefin
   return Number.isFinite(d) ? d : undefined;
 }
 
+/** Fewer classic finding looks than this are left out (lookNs 0, as before they were counted): a mean of a few is noise. */
+export const MIN_PASS_LOOKS = 16;
+
 /**
  * The poller's costs around its polling, from the BPF counters (src/bpf/README.md), each 0 when not
  * counted. The time between poll loops (loop end → next loop start in the same task: reaping the
@@ -36,7 +39,11 @@ export function meanInFlight(counters: Record<string, number>): number | undefin
  * `loopReapNs`: inside the loop after the poll that found completions (ending the requests,
  * posting CQEs), per completion (`reap_ns` / `reaped`).
  * `lookNs` + `lookPerIoNs` · k: a poll call that finds k completions already there (`looks`,
- * `look_ns`, `look_k`, `look_kk`, `look_kns`); with one k only it is all per call. `wakeToLookNs`:
+ * `look_ns`, `look_k`, `look_kk`, `look_kns`); with one k only it is all per call. A run that did
+ * not sleep has no such call; where it has at least MIN_PASS_LOOKS loops whose first oneshot call
+ * found completions (a classic ring over several devices, paced by its poller) the look is that
+ * loop's start → the call's end (`pass_looks`, …): the pass's own start and the call, which the
+ * classic loop pays before its completion work and nothing else in the model holds. `wakeToLookNs`:
  * per sleep, the woken poller's time from its switch-in to that call (`wake_look_ns` / `looks`).
  */
 export function pollerCosts(counters: Record<string, number>): PollerCosts {
@@ -49,7 +56,12 @@ export function pollerCosts(counters: Record<string, number>): PollerCosts {
   const loopReapNs = reaped && reapNs !== undefined ? reapNs / reaped : 0;
   const gap = lineFit(c('gaps'), c('gap_ns'), c('gap_k'), c('gap_kk'), c('gap_kns'), 'slope');
   const looks = c('looks');
-  const look = lineFit(looks, c('look_ns'), c('look_k'), c('look_kk'), c('look_kns'), 'intercept');
+  const slept = lineFit(looks, c('look_ns'), c('look_k'), c('look_kk'), c('look_kns'), 'intercept');
+  // a run without slept looks (classic): its loops' first oneshot calls that found completions
+  const passLooks = c('pass_looks');
+  const look = !looks && passLooks !== undefined && passLooks >= MIN_PASS_LOOKS
+    ? lineFit(passLooks, c('pass_look_ns'), c('pass_look_k'), c('pass_look_kk'), c('pass_look_kns'), 'intercept')
+    : slept;
   const wakeLook = c('wake_look_ns');
   // the gap holds the lead (issue → next loop), which the simulation places after the issue: take it
   // from the per-call part first, the rest from the per-I/O part (at the mean completions per gap)

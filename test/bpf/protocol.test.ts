@@ -184,6 +184,19 @@ describe('toBpfSnapshot', () => {
     expect(() => parseLine(line(snapJson({ devs: [{ ...DEV, ...costs, gap_kns: -3 }] })))).toThrow(/snap.devs\[0\].gap_kns: expected a non-negative integer/);
   });
 
+  it('carries the finding-look and classic pass-look counters where the loader prints them (each set all or none)', () => {
+    const costs = { gaps: 4, gap_ns: 36_000, gap_k: 5, gap_kk: 7, gap_kns: 45_000, reap_ns: 15_000, reaped: 5, lead_ns: 6000, leads: 4 };
+    const looks = { looks: 2, look_ns: 5000, look_k: 3, look_kk: 5, look_kns: 8000, wake_look_ns: 900 };
+    const pass = { pass_looks: 3, pass_look_ns: 6000, pass_look_k: 4, pass_look_kk: 6, pass_look_kns: 8200 };
+    const all = parseLine(line(snapJson({ devs: [{ ...DEV, ...costs, ...looks, ...pass }] }))) as LoaderSnap;
+    expect(all.devices[0]!.poller).toEqual({ ...costs, ...looks, ...pass });
+    expect(toBpfSnapshot(parseLine(line(HELLO)) as LoaderHello, all).deviceCounters['259:0']).toMatchObject(pass);
+    // a loader before the pass looks
+    const older = parseLine(line(snapJson({ devs: [{ ...DEV, ...costs, ...looks }] }))) as LoaderSnap;
+    expect(older.devices[0]!.poller).not.toHaveProperty('pass_looks');
+    expect(() => parseLine(line(snapJson({ devs: [{ ...DEV, ...costs, ...looks, ...pass, pass_look_kns: undefined }] })))).toThrow(/snap.devs\[0\].pass_look_kns/);
+  });
+
   it('reports program status and, with bpf_stats on, run time', () => {
     expect(snap.pollPath).toBe('tracepoint');
     expect(snap.programs['rq_issue']).toEqual({ attached: true, runTimeNs: 1000, runCount: 10 });

@@ -2,7 +2,7 @@
 // analyse() switching from the QD1 forms to the poller model only at depth.
 import { describe, expect, it } from 'vitest';
 import { analyse } from '../../src/model/analyse.js';
-import { depthMix, DEPTH_THRESHOLD, deviceTimeAtDepth, meanInFlight, pollerCosts, pollerEra } from '../../src/model/depth.js';
+import { depthMix, DEPTH_THRESHOLD, deviceTimeAtDepth, meanInFlight, MIN_PASS_LOOKS, pollerCosts, pollerEra } from '../../src/model/depth.js';
 import { atom, mean, uniform } from '../../src/model/dist.js';
 import { Sampler, simulate } from '../../src/model/poller/index.js';
 import type { DeviceWindow } from '../../src/model/types.js';
@@ -143,6 +143,20 @@ describe('the poller costs around its polling', () => {
     expect(c.lookNs).toBeCloseTo(2700, 6);
     expect(c.lookPerIoNs).toBeCloseTo(150, 6);
     expect(pollerCosts(looks([[3000, 2], [3100, 2], [2900, 2]]))).toMatchObject({ lookNs: 3000, lookPerIoNs: 0 });
+  });
+  const passLooks = (calls: [number, number][]) =>
+    Object.fromEntries(Object.entries(looks(calls)).map(([k, v]) => [k.replace('look', 'pass_look'), v]));
+  it('takes a run without slept looks\' finding look from its classic loops\' first oneshot calls, given enough of them', () => {
+    // loop start → first call's end = 1.8 µs + 0.1 µs per completion found
+    const calls: [number, number][] = Array.from({ length: 20 }, (_, i) => [1800 + 100 * (1 + (i % 4)), 1 + (i % 4)]);
+    const c = pollerCosts(passLooks(calls));
+    expect(c.lookNs).toBeCloseTo(1800, 6);
+    expect(c.lookPerIoNs).toBeCloseTo(100, 6);
+    expect(c.wakeToLookNs).toBe(0);
+    // too few: left out, as a loader without them
+    expect(pollerCosts(passLooks(calls.slice(0, MIN_PASS_LOOKS - 1)))).toMatchObject({ lookNs: 0, lookPerIoNs: 0 });
+    // a run with slept looks keeps those (the pass looks of its loops without a sleep are a different span)
+    expect(pollerCosts({ ...passLooks(calls), ...looks([[3000, 2], [3100, 2], [2900, 2]]) })).toMatchObject({ lookNs: 3000, lookPerIoNs: 0 });
   });
 });
 
