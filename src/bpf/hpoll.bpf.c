@@ -162,7 +162,8 @@ struct task_st {
 	u8 in_cp;         /* fentry: inside io_uring_classic_poll */
 	u8 pass_multi;    /* fentry: bit 0, this pass polled requests of two devices (dev_ctr.shared_polls); bit 1, the previous pass did */
 	u32 pass_dev;     /* fentry: the device of the pass's first poll call */
-	u8 first_call;    /* fentry: no poll call yet in this loop (its first pass) */
+	u8 first_pass;    /* fentry: this pass is its loop's first */
+	u8 pass_calls;    /* fentry: poll calls in this pass so far (saturating) */
 	u8 wait_open;     /* tracepoint: a polled issue since the last depth sample (on_complete) */
 	u64 t_end;        /* fentry: end of the last poll loop (0: none since the next loop started) */
 	u64 t_cpf;        /* fentry: exit of the last classic_poll in this pass that found completions */
@@ -195,8 +196,9 @@ struct task_st {
 	u64 p_origin;     /* SLEEP: the slept I/O's issue */
 	u64 p_hpt;        /* SLEEP: ctx->hybrid_poll_time at the classic_poll after it */
 	u64 p_loop_off;   /* SLEEP: the slept I/O's issue -> its loop's start (0: not known) */
-	u64 p_pl_ns;      /* PLOOK: loop start -> end of its first call, which found p_pl_k */
+	u64 p_pl_ns;      /* PLOOK: loop start -> end of its first finding call, which found p_pl_k */
 	u32 p_pl_k;
+	u32 p_pl_j;       /* PLOOK: the oneshot calls before it that found nothing */
 	u32 p_pl_dev;     /* PLOOK: that call's device */
 	u64 r_key;        /* ring of the task's passes not yet in `rings` */
 	u64 r_hpt;        /* its hybrid_poll_time after the last of them */
@@ -216,7 +218,7 @@ struct task_st {
 #define PEND_MIN   4  /* a call found completions after a wake-up */
 #define PEND_FOUND 8  /* a slept request was found */
 #define PEND_SLEEP 16 /* a sleep met its request */
-#define PEND_PLOOK 32 /* a loop without a sleep found completions at its first (oneshot) call */
+#define PEND_PLOOK 32 /* a loop without a sleep found completions in its first pass of oneshot calls */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -738,11 +740,12 @@ static __always_inline void pend_found(struct task_st *st, u32 dev, struct dev_h
 	st->pend &= ~PEND_FOUND;
 }
 
-/* a classic loop's finding look: its start -> the end of its first call, which found them */
+/* a classic loop's first pass: its start -> the end of the call that found completions, after j
+ * calls that found nothing */
 static __always_inline void pend_plook(struct task_st *st, u32 dev, struct dev_ctr *dc)
 {
 	struct dev_ctr *k = st->p_pl_dev == dev && dc ? dc : dev_ctr_get(st->p_pl_dev);
-	u64 d = st->p_pl_ns, n = st->p_pl_k;
+	u64 d = st->p_pl_ns, n = st->p_pl_k, j = st->p_pl_j;
 
 	if (k) {
 		k->pass_looks++;
@@ -750,6 +753,10 @@ static __always_inline void pend_plook(struct task_st *st, u32 dev, struct dev_c
 		k->pass_look_k += n;
 		k->pass_look_kk += n * n;
 		k->pass_look_kns += n * d;
+		k->pass_look_j += j;
+		k->pass_look_jj += j * j;
+		k->pass_look_jk += j * n;
+		k->pass_look_jns += j * d;
 	}
 	st->pend &= ~PEND_PLOOK;
 }
@@ -1259,7 +1266,8 @@ int BPF_PROG(hp_iopoll_in, struct io_ring_ctx *rctx)
 	st->pass_sleeps = 0;
 	st->pass_dev = 0;
 	st->pass_multi = (st->pass_multi & 1) << 1;
-	st->first_call = !st->t_loop;
+	st->first_pass = !st->t_loop;
+	st->pass_calls = 0;
 	/* io_iopoll_check (inlined into the syscall, not traceable) calls io_do_iopoll until a pass
 	 * finds completions: the loop runs from the first pass's entry to that pass's exit */
 	if (!st->t_loop) {
@@ -1358,8 +1366,8 @@ int BPF_PROG(hp_cpoll_in, struct io_kiocb *req, struct io_comp_batch *iob, unsig
 	prev = st->dev;
 	st->dev = file_dev(req->file);
 	st->in_cp = 1;
-	if (st->pass_dev)
-		st->first_call = 0;
+	if (st->pass_calls < 255)
+		st->pass_calls++;
 	ctr_inc(C_CPOLL);
 	/* a pass over requests of two devices: a ring over several devices (its first device's
 	 * calls counted once, when the second shows). A pass that polls one device only (it stops
@@ -1428,12 +1436,14 @@ int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsi
 	/* a poll that found completions: the pass's completion work starts here (hp_iopoll_out) */
 	now = bpf_ktime_get_ns();
 	st->t_cpf = now;
-	/* A loop's first call, one look at a queue (oneshot: a ring over several devices), found
-	 * completions that were there before the loop: what a poller-paced classic ring pays per loop
-	 * before its completion work, the look the model charges; from clock reads already taken. */
-	if (st->first_call && !st->loop_woke && (poll_flags & BLK_POLL_ONESHOT_)) {
+	/* The first pass of a loop without a sleep, of oneshot calls (one look at a queue each: a ring
+	 * over several devices), found completions: the loop's start -> this call's end, after j calls
+	 * that found nothing. What a poller-paced classic ring pays per loop before its completion
+	 * work, the looks the model charges; from clock reads already taken. */
+	if (st->first_pass && !st->loop_woke && (poll_flags & BLK_POLL_ONESHOT_)) {
 		st->p_pl_ns = now - st->t_loop;
 		st->p_pl_k = (u32)ret;
+		st->p_pl_j = st->pass_calls ? st->pass_calls - 1 : 0;
 		st->p_pl_dev = st->dev;
 		st->pend |= PEND_PLOOK;
 	}

@@ -112,15 +112,20 @@ struct dev_ctr {
 	__u64 look_kk;
 	__u64 look_kns;
 	__u64 wake_look_ns;
-	/* fentry: a loop without a sleep whose first call, a oneshot poll, found completions already
-	 * there (a ring over several devices that the poller, not the devices, paces): the loop's
-	 * start -> that call's end (the pass's own start, the call and the programs around it) and the
-	 * completions it found, for the same fit as looks; the finding look of a classic ring */
+	/* fentry: a loop without a sleep whose first pass, of oneshot polls (a ring over several
+	 * devices), found completions: the loop's start -> the end of the call that found them (the
+	 * pass's own start, its calls and the programs around them), with k the completions found and
+	 * j the calls before it that found nothing, as count and sums of y, k, k², k·y, j, j², j·k, j·y
+	 * for a fit y = per loop + per completion · k + per empty call · j: a classic ring's looks */
 	__u64 pass_looks;
 	__u64 pass_look_ns;
 	__u64 pass_look_k;
 	__u64 pass_look_kk;
 	__u64 pass_look_kns;
+	__u64 pass_look_j;
+	__u64 pass_look_jj;
+	__u64 pass_look_jk;
+	__u64 pass_look_jns;
 	/* fentry: poll calls on this device in io_do_iopoll passes that also polled another device's
 	 * requests: a ring over several devices, one poller for all of them (its per-device records
 	 * split the ring's loops; the model leaves such a device's figures out) */

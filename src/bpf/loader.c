@@ -692,6 +692,10 @@ static void dump_devs(struct hpoll *skel)
 				agg.pass_look_k += d->pass_look_k;
 				agg.pass_look_kk += d->pass_look_kk;
 				agg.pass_look_kns += d->pass_look_kns;
+				agg.pass_look_j += d->pass_look_j;
+				agg.pass_look_jj += d->pass_look_jj;
+				agg.pass_look_jk += d->pass_look_jk;
+				agg.pass_look_jns += d->pass_look_jns;
 				agg.shared_polls += d->shared_polls;
 				if (d->shared_with)
 					agg.shared_with = d->shared_with;
@@ -706,7 +710,9 @@ static void dump_devs(struct hpoll *skel)
 		       "\"lead_ns\":%llu,\"leads\":%llu,\"looks\":%llu,\"look_ns\":%llu,"
 		       "\"look_k\":%llu,\"look_kk\":%llu,\"look_kns\":%llu,\"wake_look_ns\":%llu,"
 		       "\"pass_looks\":%llu,\"pass_look_ns\":%llu,\"pass_look_k\":%llu,"
-		       "\"pass_look_kk\":%llu,\"pass_look_kns\":%llu,\"shared_polls\":%llu",
+		       "\"pass_look_kk\":%llu,\"pass_look_kns\":%llu,\"pass_look_j\":%llu,"
+		       "\"pass_look_jj\":%llu,\"pass_look_jk\":%llu,\"pass_look_jns\":%llu,"
+		       "\"shared_polls\":%llu",
 		       n ? "," : "",
 		       key >> 20, key & 0xfffff, (unsigned long long)agg.polled_ios,
 		       (unsigned long long)agg.exact, (unsigned long long)agg.calibrated,
@@ -723,7 +729,9 @@ static void dump_devs(struct hpoll *skel)
 		       (unsigned long long)agg.look_kns, (unsigned long long)agg.wake_look_ns,
 		       (unsigned long long)agg.pass_looks, (unsigned long long)agg.pass_look_ns,
 		       (unsigned long long)agg.pass_look_k, (unsigned long long)agg.pass_look_kk,
-		       (unsigned long long)agg.pass_look_kns, (unsigned long long)agg.shared_polls);
+		       (unsigned long long)agg.pass_look_kns, (unsigned long long)agg.pass_look_j,
+		       (unsigned long long)agg.pass_look_jj, (unsigned long long)agg.pass_look_jk,
+		       (unsigned long long)agg.pass_look_jns, (unsigned long long)agg.shared_polls);
 		if (agg.shared_with)
 			printf(",\"shared_with\":\"%u:%u\"}", agg.shared_with >> 20, agg.shared_with & 0xfffff);
 		else

@@ -82,8 +82,10 @@ export interface LoaderDevice {
 export const POLLER_COUNTERS = ['gaps', 'gap_ns', 'gap_k', 'gap_kk', 'gap_kns', 'reap_ns', 'reaped', 'lead_ns', 'leads'] as const;
 /** the finding poll call after a sleep (newer than POLLER_COUNTERS: a loader prints all six or none) */
 export const LOOK_COUNTERS = ['looks', 'look_ns', 'look_k', 'look_kk', 'look_kns', 'wake_look_ns'] as const;
-/** a classic loop's finding look, its start → its first (oneshot) call's end (newer than LOOK_COUNTERS: all five or none) */
-export const PASS_LOOK_COUNTERS = ['pass_looks', 'pass_look_ns', 'pass_look_k', 'pass_look_kk', 'pass_look_kns'] as const;
+/** a classic loop's first pass of oneshot calls, its start → the finding call's end (newer than LOOK_COUNTERS: all nine or none) */
+export const PASS_LOOK_COUNTERS = [
+  'pass_looks', 'pass_look_ns', 'pass_look_k', 'pass_look_kk', 'pass_look_kns', 'pass_look_j', 'pass_look_jj', 'pass_look_jk', 'pass_look_jns',
+] as const;
 export type PollerCounter = (typeof POLLER_COUNTERS)[number] | (typeof LOOK_COUNTERS)[number] | (typeof PASS_LOOK_COUNTERS)[number];
 
 export interface LoaderRing {

@@ -40,10 +40,12 @@ export const MIN_PASS_LOOKS = 16;
  * posting CQEs), per completion (`reap_ns` / `reaped`).
  * `lookNs` + `lookPerIoNs` · k: a poll call that finds k completions already there (`looks`,
  * `look_ns`, `look_k`, `look_kk`, `look_kns`); with one k only it is all per call. A run that did
- * not sleep has no such call; where it has at least MIN_PASS_LOOKS loops whose first oneshot call
- * found completions (a classic ring over several devices, paced by its poller) the look is that
- * loop's start → the call's end (`pass_looks`, …): the pass's own start and the call, which the
- * classic loop pays before its completion work and nothing else in the model holds. `wakeToLookNs`:
+ * not sleep has no such call; where it has at least MIN_PASS_LOOKS loops whose first pass of
+ * oneshot calls found completions (a classic ring over several devices, paced by its poller) the
+ * look is fitted on that loop's start → the finding call's end (`pass_looks`, …, passLookFit): per
+ * loop (the pass's own start and the finding call) + per completion found + `emptyLookNs` per call
+ * before it that found nothing, which the classic loop pays before its completion work and nothing
+ * else in the model holds. `wakeToLookNs`:
  * per sleep, the woken poller's time from its switch-in to that call (`wake_look_ns` / `looks`).
  */
 export function pollerCosts(counters: Record<string, number>): PollerCosts {
@@ -57,11 +59,12 @@ export function pollerCosts(counters: Record<string, number>): PollerCosts {
   const gap = lineFit(c('gaps'), c('gap_ns'), c('gap_k'), c('gap_kk'), c('gap_kns'), 'slope');
   const looks = c('looks');
   const slept = lineFit(looks, c('look_ns'), c('look_k'), c('look_kk'), c('look_kns'), 'intercept');
-  // a run without slept looks (classic): its loops' first oneshot calls that found completions
+  // a run without slept looks (classic): its loops' first passes of oneshot calls that found completions
   const passLooks = c('pass_looks');
-  const look = !looks && passLooks !== undefined && passLooks >= MIN_PASS_LOOKS
-    ? lineFit(passLooks, c('pass_look_ns'), c('pass_look_k'), c('pass_look_kk'), c('pass_look_kns'), 'intercept')
-    : slept;
+  const pass = !looks && passLooks !== undefined && passLooks >= MIN_PASS_LOOKS
+    ? passLookFit(passLooks, (k) => c(`pass_look_${k}`))
+    : undefined;
+  const look = pass ?? { ...slept, e: 0 };
   const wakeLook = c('wake_look_ns');
   // the gap holds the lead (issue → next loop), which the simulation places after the issue: take it
   // from the per-call part first, the rest from the per-I/O part (at the mean completions per gap)
@@ -77,6 +80,7 @@ export function pollerCosts(counters: Record<string, number>): PollerCosts {
     loopReapNs,
     lookNs: look.a,
     lookPerIoNs: look.b,
+    emptyLookNs: look.e,
     wakeToLookNs: looks && wakeLook !== undefined ? wakeLook / looks : 0,
   };
 }
@@ -90,7 +94,53 @@ export interface PollerCosts {
   /** a poll call that finds completions: per call and per completion it finds; per sleep, switch-in → that call */
   lookNs: number;
   lookPerIoNs: number;
+  /** a one-look poll call that finds nothing (from a classic ring's first passes; 0 elsewhere) */
+  emptyLookNs: number;
   wakeToLookNs: number;
+}
+
+/**
+ * A classic loop's first pass, y = a + b·k + e·j (k the completions its finding call found, j the
+ * oneshot calls before it that found nothing), by least squares from the sums (`pass_looks`,
+ * `pass_look_ns`, `_k`, `_kk`, `_kns`, `_j`, `_jj`, `_jk`, `_jns`). The columns that do not vary
+ * (their variance under 0.05) or whose fit leaves [0, ∞) are dropped: j first, then k, down to the
+ * mean y per loop. Loaders before j (five sums) give j's sums as undefined: then j is not fitted.
+ */
+function passLookFit(n: number, sum: (k: string) => number | undefined): { a: number; b: number; e: number } | undefined {
+  const sy = sum('ns');
+  if (sy === undefined) return undefined;
+  const [sk, skk, sky, sj, sjj, sjk, sjy] = ['k', 'kk', 'kns', 'j', 'jj', 'jk', 'jns'].map((x) => sum(x) ?? 0) as [number, number, number, number, number, number, number];
+  const varies = (s1: number, s2: number) => n * s2 - s1 * s1 > 0.05 * n * n;
+  // the normal equations over the kept columns of [1, k, j]
+  const fit = (useK: boolean, useJ: boolean): { a: number; b: number; e: number } | undefined => {
+    const cols = [[n, sk, sj, sy], [sk, skk, sjk, sky], [sj, sjk, sjj, sjy]];
+    const keep = [0, ...(useK ? [1] : []), ...(useJ ? [2] : [])];
+    const m = keep.map((r) => [...keep.map((c) => cols[r]![c]!), cols[r]![3]!]);
+    const x = solve(m);
+    if (!x || x.some((v) => !(v >= 0) || !Number.isFinite(v))) return undefined;
+    const at = (col: number) => (keep.includes(col) ? x[keep.indexOf(col)]! : 0);
+    return { a: at(0), b: at(1), e: at(2) };
+  };
+  const kv = varies(sk, skk);
+  const jv = varies(sj, sjj);
+  return (kv && jv ? fit(true, true) : undefined) ?? (jv ? fit(false, true) : undefined) ?? (kv ? fit(true, false) : undefined) ?? fit(false, false);
+}
+
+/** Gaussian elimination with partial pivoting on an augmented n×(n+1) matrix; undefined when singular. */
+function solve(m: number[][]): number[] | undefined {
+  const n = m.length;
+  for (let i = 0; i < n; i++) {
+    let p = i;
+    for (let r = i + 1; r < n; r++) if (Math.abs(m[r]![i]!) > Math.abs(m[p]![i]!)) p = r;
+    if (!(Math.abs(m[p]![i]!) > 1e-12 * Math.max(1, Math.abs(m[0]![0]!)))) return undefined;
+    [m[i], m[p]] = [m[p]!, m[i]!];
+    for (let r = 0; r < n; r++) {
+      if (r === i) continue;
+      const f = m[r]![i]! / m[i]![i]!;
+      for (let c = i; c <= n; c++) m[r]![c] = m[r]![c]! - f * m[i]![c]!;
+    }
+  }
+  return m.map((row, i) => row[n]! / row[i]!);
 }
 
 /**

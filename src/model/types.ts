@@ -191,7 +191,7 @@ export interface ModelTarget {
   /** mean polled I/Os in flight at the start of a waiting call, when the loader counts it */
   inFlight?: number;
   /** the poller's time around its polling (depth.ts pollerCosts), when the loader counts it (fentry path) */
-  pollerCosts?: { callNs: number; submitNs: number; leadNs: number; loopReapNs: number; lookNs: number; lookPerIoNs: number; wakeToLookNs: number };
+  pollerCosts?: { callNs: number; submitNs: number; leadNs: number; loopReapNs: number; lookNs: number; lookPerIoNs: number; emptyLookNs: number; wakeToLookNs: number };
   /**
    * what the recommendation rests on: `model` (the best static sleep; nothing unresolved),
    * `bounded` (a sleep within the budget whatever the unresolved device times, the model's best

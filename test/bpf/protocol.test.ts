@@ -187,7 +187,7 @@ describe('toBpfSnapshot', () => {
   it('carries the finding-look and classic pass-look counters where the loader prints them (each set all or none)', () => {
     const costs = { gaps: 4, gap_ns: 36_000, gap_k: 5, gap_kk: 7, gap_kns: 45_000, reap_ns: 15_000, reaped: 5, lead_ns: 6000, leads: 4 };
     const looks = { looks: 2, look_ns: 5000, look_k: 3, look_kk: 5, look_kns: 8000, wake_look_ns: 900 };
-    const pass = { pass_looks: 3, pass_look_ns: 6000, pass_look_k: 4, pass_look_kk: 6, pass_look_kns: 8200 };
+    const pass = { pass_looks: 3, pass_look_ns: 6000, pass_look_k: 4, pass_look_kk: 6, pass_look_kns: 8200, pass_look_j: 2, pass_look_jj: 4, pass_look_jk: 3, pass_look_jns: 5000 };
     const all = parseLine(line(snapJson({ devs: [{ ...DEV, ...costs, ...looks, ...pass }] }))) as LoaderSnap;
     expect(all.devices[0]!.poller).toEqual({ ...costs, ...looks, ...pass });
     expect(toBpfSnapshot(parseLine(line(HELLO)) as LoaderHello, all).deviceCounters['259:0']).toMatchObject(pass);

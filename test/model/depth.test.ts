@@ -106,7 +106,7 @@ describe('the poller costs around its polling', () => {
     gap_kns: gaps.reduce((a, [g, k]) => a + g * k, 0),
   });
   it('is 0 when not counted', () => {
-    expect(pollerCosts({})).toEqual({ callNs: 0, submitNs: 0, leadNs: 0, loopReapNs: 0, lookNs: 0, lookPerIoNs: 0, wakeToLookNs: 0 });
+    expect(pollerCosts({})).toEqual({ callNs: 0, submitNs: 0, leadNs: 0, loopReapNs: 0, lookNs: 0, lookPerIoNs: 0, emptyLookNs: 0, wakeToLookNs: 0 });
   });
   it('splits the time between loops into a per-call and a per-I/O part when the completions per loop vary', () => {
     // gap = 4 µs + 4.5 µs per completion of the loop before it
@@ -125,10 +125,10 @@ describe('the poller costs around its polling', () => {
     expect(c.submitNs).toBeCloseTo(4500 - 1750 / 1.75, 6);
   });
   it('takes it all per I/O with one k only, or when the fit leaves [0, ∞)', () => {
-    expect(pollerCosts(sums([[9000, 1], [9200, 1], [8800, 1]]))).toEqual({ callNs: 0, submitNs: 9000, leadNs: 0, loopReapNs: 0, lookNs: 0, lookPerIoNs: 0, wakeToLookNs: 0 });
+    expect(pollerCosts(sums([[9000, 1], [9200, 1], [8800, 1]]))).toEqual({ callNs: 0, submitNs: 9000, leadNs: 0, loopReapNs: 0, lookNs: 0, lookPerIoNs: 0, emptyLookNs: 0, wakeToLookNs: 0 });
     // more completions, shorter gaps: a negative per-I/O part is not a cost
     const c = pollerCosts(sums([[9000, 1], [5000, 2]]));
-    expect(c).toEqual({ callNs: 0, submitNs: 14_000 / 3, leadNs: 0, loopReapNs: 0, lookNs: 0, lookPerIoNs: 0, wakeToLookNs: 0 });
+    expect(c).toEqual({ callNs: 0, submitNs: 14_000 / 3, leadNs: 0, loopReapNs: 0, lookNs: 0, lookPerIoNs: 0, emptyLookNs: 0, wakeToLookNs: 0 });
   });
   const looks = (calls: [number, number][]) => ({
     looks: calls.length,
@@ -144,19 +144,43 @@ describe('the poller costs around its polling', () => {
     expect(c.lookPerIoNs).toBeCloseTo(150, 6);
     expect(pollerCosts(looks([[3000, 2], [3100, 2], [2900, 2]]))).toMatchObject({ lookNs: 3000, lookPerIoNs: 0 });
   });
-  const passLooks = (calls: [number, number][]) =>
-    Object.fromEntries(Object.entries(looks(calls)).map(([k, v]) => [k.replace('look', 'pass_look'), v]));
-  it('takes a run without slept looks\' finding look from its classic loops\' first oneshot calls, given enough of them', () => {
-    // loop start → first call's end = 1.8 µs + 0.1 µs per completion found
-    const calls: [number, number][] = Array.from({ length: 20 }, (_, i) => [1800 + 100 * (1 + (i % 4)), 1 + (i % 4)]);
-    const c = pollerCosts(passLooks(calls));
+  // first passes as [loop start → finding call's end, completions found, empty calls before it]
+  const passLooks = (loops: [number, number, number][]) => ({
+    pass_looks: loops.length,
+    pass_look_ns: loops.reduce((a, [y]) => a + y, 0),
+    pass_look_k: loops.reduce((a, [, k]) => a + k, 0),
+    pass_look_kk: loops.reduce((a, [, k]) => a + k * k, 0),
+    pass_look_kns: loops.reduce((a, [y, k]) => a + y * k, 0),
+    pass_look_j: loops.reduce((a, [, , j]) => a + j, 0),
+    pass_look_jj: loops.reduce((a, [, , j]) => a + j * j, 0),
+    pass_look_jk: loops.reduce((a, [, k, j]) => a + j * k, 0),
+    pass_look_jns: loops.reduce((a, [y, , j]) => a + j * y, 0),
+  });
+  it('fits a run without slept looks\' looks on its classic loops\' first passes: per loop, per completion, per empty call', () => {
+    // y = 1.8 µs + 0.1 µs per completion + 1.2 µs per empty oneshot call before the finding one
+    const loops: [number, number, number][] = Array.from({ length: 96 }, (_, i) => {
+      const k = 1 + (i % 4);
+      const j = Math.floor(i / 4) % 3;
+      return [1800 + 100 * k + 1200 * j, k, j];
+    });
+    const c = pollerCosts(passLooks(loops));
     expect(c.lookNs).toBeCloseTo(1800, 6);
     expect(c.lookPerIoNs).toBeCloseTo(100, 6);
+    expect(c.emptyLookNs).toBeCloseTo(1200, 6);
     expect(c.wakeToLookNs).toBe(0);
+    // no empty calls: j is not fitted
+    const noEmpty = pollerCosts(passLooks(loops.filter(([, , j]) => j === 0)));
+    expect(noEmpty.emptyLookNs).toBe(0);
+    expect(noEmpty.lookNs).toBeCloseTo(1800, 6);
+    expect(noEmpty.lookPerIoNs).toBeCloseTo(100, 6);
+    // one k only: the per-completion part stays in the per-loop one
+    const oneK = pollerCosts(passLooks(loops.filter(([, k]) => k === 2)));
+    expect(oneK.lookNs).toBeCloseTo(2000, 6);
+    expect(oneK.emptyLookNs).toBeCloseTo(1200, 6);
     // too few: left out, as a loader without them
-    expect(pollerCosts(passLooks(calls.slice(0, MIN_PASS_LOOKS - 1)))).toMatchObject({ lookNs: 0, lookPerIoNs: 0 });
+    expect(pollerCosts(passLooks(loops.slice(0, MIN_PASS_LOOKS - 1)))).toMatchObject({ lookNs: 0, lookPerIoNs: 0, emptyLookNs: 0 });
     // a run with slept looks keeps those (the pass looks of its loops without a sleep are a different span)
-    expect(pollerCosts({ ...passLooks(calls), ...looks([[3000, 2], [3100, 2], [2900, 2]]) })).toMatchObject({ lookNs: 3000, lookPerIoNs: 0 });
+    expect(pollerCosts({ ...passLooks(loops), ...looks([[3000, 2], [3100, 2], [2900, 2]]) })).toMatchObject({ lookNs: 3000, lookPerIoNs: 0, emptyLookNs: 0 });
   });
 });
 
@@ -169,6 +193,19 @@ describe('the simulation\'s finding call and plugged submissions', () => {
     // QD1 classic: one finding call per I/O, one completion each
     expect(b.spinNs / b.ios - a.spinNs / a.ios).toBeCloseTo(2500, 6);
     expect(b.perDevice[0]!.rqLatNs / b.ios - a.perDevice[0]!.rqLatNs / a.ios).toBeCloseTo(2500, 6);
+  });
+  it('charges an empty one-look call its cost where the poller sets the pace, and not where it waits on the device', () => {
+    // one ring over a 20 µs and a 100 µs device at QD16: the 100 µs device's unfinished requests lead the list
+    const ring = { ...base, devices: [{ fD: new Sampler(atom(20_000)), share: 1 }, { fD: new Sampler(atom(100_000)), share: 1 }], depth: 16 };
+    const sub = { submitNs: 1000, reapNs: 0, minComplete: 1, loopReapNs: 1500, lookNs: 1500 };
+    const a = simulate({ ...ring, submission: sub });
+    const b = simulate({ ...ring, submission: { ...sub, emptyLookNs: 1000 } });
+    expect(b.spinNs / b.ios).toBeGreaterThan(a.spinNs / a.ios + 100);
+    // QD1 on one device, 7.0 with ONESHOT (minComplete 0): every empty look lies inside the wait for the device
+    const qd1 = { ...base, depth: 1, submission: { submitNs: 1000, reapNs: 0, minComplete: 0 } };
+    const c = simulate(qd1);
+    const d = simulate({ ...qd1, submission: { ...qd1.submission, emptyLookNs: 1000 } });
+    expect(d.spinNs / d.ios).toBeCloseTo(c.spinNs / c.ios, 6);
   });
   it('charges each sleep the woken poller\'s time to its next poll call, as spin', () => {
     const sub = { submitNs: 1000, reapNs: 0, minComplete: 1 };

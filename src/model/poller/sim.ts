@@ -108,6 +108,7 @@ export function simulate(cfg: SimConfig): SimStats {
   const leadNs = cfg.submission.leadNs ?? 0;
   const lookNs = cfg.submission.lookNs ?? 0;
   const lookPerIoNs = cfg.submission.lookPerIoNs ?? 0;
+  const emptyLookNs = cfg.submission.emptyLookNs ?? 0;
   const wakeToLook = cfg.submission.wakeToLookNs ?? 0;
   const minC = Math.min(N, Math.max(0, Math.floor(cfg.submission.minComplete)));
   const multiQueue = nDev > 1;
@@ -232,7 +233,7 @@ export function simulate(cfg: SimConfig): SimStats {
     }
   };
 
-  /** One look at queue q at time t: marks what completed; returns how many. */
+  /** One look at queue q at time t: marks what completed; returns how many. Either way it costs its measured call. */
   const look = (q: number): number => {
     let n = 0;
     while (nextQ[q]! <= t) {
@@ -240,7 +241,14 @@ export function simulate(cfg: SimConfig): SimStats {
       found[r] = 1;
       hits[n++] = r;
     }
-    if (!n) return 0;
+    if (!n) {
+      if (emptyLookNs > 0) {
+        t += emptyLookNs;
+        if (measuring) st.spinNs += emptyLookNs;
+        chargeCpu(q, emptyLookNs);
+      }
+      return 0;
+    }
     if (lookNs > 0 || lookPerIoNs > 0) {
       // the finding call's own time, on CPU: its requests complete (and are found) at its end
       const w = lookNs + n * lookPerIoNs;

@@ -41,11 +41,17 @@ export interface SubmissionPattern {
   /**
    * on-CPU time of a poll call that finds completions, as `lookNs` + `lookPerIoNs` per completion it
    * finds (the queue's poll handler and the block layer's completions, before the loop's own
-   * completion work). Looks that find nothing fill time the simulation charges as spin anyway.
-   * Optional, 0 when not measured.
+   * completion work). Optional, 0 when not measured.
    */
   lookNs?: number;
   lookPerIoNs?: number;
+  /**
+   * on-CPU time of a one-look poll call that finds nothing. Where the poller waits on a device that
+   * time is spin the simulation charges anyway; where the poller sets the pace (a ring over several
+   * devices whose list puts an unfinished request of one before the other's completions) it is a
+   * cost of its own, per call. Optional, 0 when not measured.
+   */
+  emptyLookNs?: number;
   /** on-CPU time per sleep from the poller's switch-in to its next poll call (the sleep's return path). Optional, 0 */
   wakeToLookNs?: number;
   /** completions the waiting call waits for (io_uring_enter min_complete; 0 = non-waiting: ONESHOT) */
