@@ -5,10 +5,12 @@
 //   hybrid  hybrid IOPOLL (IOPOLL|HYBRID_IOPOLL, 6.13+): the kernel sleeps before it spins
 // No fio release has a hybrid option, hence this program.
 //
-// Usage: hpdrive [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] [-c cpu] [-H] [-Q] DEVICE [DEVICE...]
+// Usage: hpdrive [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] [-c cpu] [-H] [-Q] [-R] DEVICE [DEVICE...]
 // With several devices one ring polls them all (io_uring keeps one hybrid_poll_time per ring, the
 // minimum over its devices): slot i of the queue always reads device i mod n, so at depth n each
-// device has one read in flight. The per-device I/O counts are in the JSON line.
+// device has one read in flight; with -R each new read goes to the next device in turn instead
+// (fio's file_service_type=roundrobin), whichever slot it refills. The per-device I/O counts are in
+// the JSON line.
 // Prints one JSON line on stdout: its own I/O count, IOPS, latency percentiles, and its CPU time
 // from /proc/thread-self/schedstat (ns, what the scheduler charged) and /proc/self/stat (ticks),
 // plus the CPU of the wait phase alone (CLOCK_THREAD_CPUTIME_ID around the waiting io_uring_enter),
@@ -219,7 +221,7 @@ static double pct_us(const uint64_t *v, size_t n, double q) {
 }
 
 static void usage(const char *argv0) {
-  fprintf(stderr, "usage: %s [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] [-c cpu] [-H] [-Q] DEVICE [DEVICE...]\n", argv0);
+  fprintf(stderr, "usage: %s [-m irq|poll|hybrid] [-q depth] [-b bytes] [-t seconds | -n ios] [-s seed] [-c cpu] [-H] [-Q] [-R] DEVICE [DEVICE...]\n", argv0);
   exit(2);
 }
 
@@ -228,8 +230,8 @@ int main(int argc, char **argv) {
   unsigned depth = 1, bs = 4096;
   double secs = 5;
   uint64_t max_ios = 0;
-  int c, hold = 0, no_quiet = 0;
-  while ((c = getopt(argc, argv, "m:q:b:t:n:s:c:HQ")) != -1) {
+  int c, hold = 0, no_quiet = 0, round_robin = 0;
+  while ((c = getopt(argc, argv, "m:q:b:t:n:s:c:HQR")) != -1) {
     switch (c) {
       case 'm': mode = optarg; break;
       case 'q': depth = (unsigned)strtoul(optarg, NULL, 10); break;
@@ -239,6 +241,7 @@ int main(int argc, char **argv) {
       case 's': rng = strtoull(optarg, NULL, 10) | 1; break;
       case 'H': hold = 1; break;
       case 'Q': no_quiet = 1; break;
+      case 'R': round_robin = 1; break;
       case 'c': {
         // Pinned, as pollers are: a migration mid-run parks the poller behind the other vCPU's work.
         cpu_set_t set;
@@ -276,7 +279,11 @@ int main(int argc, char **argv) {
     fds[i] = fd;
     snprintf(devs + strlen(devs), sizeof devs - strlen(devs), "%s%s", i ? "," : "", dev);
   }
-#define SLOT_DEV(slot) ((slot) % (unsigned)ndev)
+  // each slot's device: fixed (slot i reads device i mod n), or with -R the next in turn at every read
+  unsigned *slot_dev = calloc(depth, sizeof *slot_dev), next_dev = 0;
+  if (!slot_dev) fail("calloc", ENOMEM);
+#define SLOT_DEV(slot) (slot_dev[slot])
+#define PICK_DEV(slot) (slot_dev[slot] = round_robin ? next_dev++ % (unsigned)ndev : (slot) % (unsigned)ndev)
 
   struct ring r;
   ring_setup(&r, depth, flags);
@@ -307,6 +314,7 @@ int main(int argc, char **argv) {
   unsigned inflight = 0, to_submit = 0;
   int stopping = 0;
   for (unsigned s = 0; s < depth; s++) {
+    PICK_DEV(s);
     queue_read(&r, fds[SLOT_DEV(s)], bufs + (size_t)s * bs, bs, nblks[SLOT_DEV(s)], s);
     issued[s] = now_ns();
     to_submit++;
@@ -353,6 +361,7 @@ int main(int argc, char **argv) {
       // completed is counted here, so the exporter's count over the run can be compared exactly.
       if (!stopping && ((max_ios && n + inflight + to_submit >= max_ios) || (!max_ios && now >= tend))) stopping = 1;
       if (!stopping) {
+        PICK_DEV(slot);
         queue_read(&r, fds[SLOT_DEV(slot)], bufs + (size_t)slot * bs, bs, nblks[SLOT_DEV(slot)], slot);
         issued[slot] = now_ns();
         to_submit++;

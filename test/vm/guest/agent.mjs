@@ -132,6 +132,8 @@ function driveArgs(b, i = 0) {
   // side by side, each process its own seed (its own offsets)
   if (b.seed !== undefined) a.push('-s', int(b.seed + i, 1, 2 ** 31, 'seed'));
   if (b.hold) a.push('-H');
+  // one ring over several devices: each new read on the next device in turn (else slot i on device i mod n)
+  if (b.roundRobin) a.push('-R');
   // side by side, each would wait for the others to go quiet (the host idles the guest before)
   if ((b.procs ?? 1) > 1) a.push('-Q');
   // The poller on the last CPU, the agent, exporter and housekeeping free to use the others.

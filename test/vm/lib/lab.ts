@@ -64,8 +64,9 @@ export function scenarios(ios: number): Scenario[] {
       ring: (['hpsim7', 'hpsim8'] as const).map((d) => ({ serial: d, profile: HPSIM_PROFILES[d] })),
     },
     {
-      ...sim('ring-2dev-qd16', 'one ring over two simulated devices at depth, eight 4k randreads in flight on each: fixed 20 µs and fixed 100 µs', 'hpsim9', 16),
+      ...sim('ring-2dev-qd16', 'one ring over two simulated devices at depth, 16 4k randreads in flight, each new one on the next device in turn (fio\'s file_service_type=roundrobin): fixed 20 µs and fixed 100 µs', 'hpsim9', 16),
       ring: (['hpsim9', 'hpsim10'] as const).map((d) => ({ serial: d, profile: HPSIM_PROFILES[d] })),
+      roundRobin: true,
     },
     sim('rings2-qd1-fixed50', 'two processes side by side, each its own ring at QD1, 4k randread, simulated device, fixed 50 µs', 'hpsim6', 1, 2),
     { id: 'qd1-nvme', title: 'QD1 4k randread, QEMU NVMe (null-co, no added latency; host-clock device: no model checks)', serial: 'hpfast', qd: 1, bs: 4096, ios, model: false },

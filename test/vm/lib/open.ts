@@ -28,14 +28,6 @@ const DEPTH_FD =
 
 export const OPEN_CHECKS: readonly OpenCheck[] = [
   {
-    id: 'R self-check', scenario: /^ring-2dev-qd16$/, title: /^classic/,
-    cause: 'one ring over two devices at QD16 (full profile only), paced by its poller (about one pass per loop). Since 2026-12-06 the classic run\'s looks are measured (pass_looks: loop start → finding call, 1.3-1.4 µs + 0.16-0.18 µs per completion found, and 1.33-1.36 µs per oneshot call before it that found nothing) and the self-check follows the run\'s empty calls per pass: -0.4 % and +1.4 % in boots with 1.5 and 1.2 calls per pass (before the looks: -23.6 / -24.4 % at 1.05), -16.6 / -16.5 % in two boots with 3.0 (2657 calls in 882 passes). There the list\'s oldest requests are the 100 µs device\'s and not yet done when the pass reaches them, and the simulation does not reproduce that: fed the devices\' true 20 / 100 µs and that boot\'s costs it makes almost no empty looks (CPU 2.17 µs/IO against the measured 2.64-2.90). The classic F_D (rq_lat shifted: E[D] 69-93 µs for both devices) is not identified where the poller sets the pace; a joint deconvolution of both devices (tried again) left it at 76 / 102 µs (issue 15)',
-  },
-  {
-    id: 'R model', scenario: /^ring-2dev-qd16$/,
-    cause: 'one ring over two devices at QD16 (full profile only): the classic prediction from the hybrid run read +26.5 % (2026-12-05; -4.0 % in an earlier boot), +27.8 %, +13.9 %, +16.9 %, -1.6 %, -0.7 % (2026-12-06; the last two in boots where the classic run made 3.0 poll calls per pass). The hybrid run sleeps 105-108 µs (the ring\'s hpt/2), every slept I/O is found at its wake-up, and its F_D rests on censored found times (E[D] 123-148 µs for the 20 µs device, 110-117 µs for the 100 µs one), so the prediction errs both ways with the classic run\'s regime (R self-check entry); a joint deconvolution of both devices\' rq_lat (tried: +3.9 / +7.5 %) moved ring-2dev\'s hybrid self-check to +10.9 % and was not kept (issue 15)',
-  },
-  {
     id: '4 unchanged', scenario: /^qd4-fixed50$/, title: /^hybrid under (fentry|tracepoint)/,
     cause: 'at QD4 tracing moves the kernel\'s sleeps: the traced hybrid run sleeps 0.224 fewer times per I/O than the untraced one, and its CPU reads +9.5 % (the tracepoint path in the full profile, 2026-12-03 14:10: sleeps −0.225/IO, CPU +8.9 %, IOPS +5.7 %; cause not measured; suspected: the programs at a loop\'s start delay its first look, so more requests are complete by then and fewer sleep; before 2026-12-03 one of the two untraced runs slept as the traced one does, and the check was skipped for that spread) ; QD1 passes since the loop-end programs only store: +4.4 % (2026-12-03; issue 16)',
   },

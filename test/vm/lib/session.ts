@@ -41,9 +41,14 @@ export interface Scenario {
   procs?: number;
   /**
    * one ring over several devices: every device the ring polls, in hpdrive's slot order (slot i
-   * reads device i mod n), the first being `serial` and `profile`; qd = one read per device
+   * reads device i mod n, or with `roundRobin` the first read), the first being `serial` and `profile`
    */
   ring?: { serial: string; profile: string }[];
+  /**
+   * with `ring`: each new read goes to the next device in turn, whichever slot it refills (hpdrive
+   * -R, fio's file_service_type=roundrobin), instead of slot i always reading device i mod n
+   */
+  roundRobin?: boolean;
 }
 
 /** The seed written to a simulated device before every run: each run draws the same service times. */
@@ -247,7 +252,10 @@ export async function runDriver(g: Guest, s: Scenario, device: string, mode: Pol
       return { ...r.result, ...(r.beside ? { besideThreads: r.beside } : {}) };
     };
     // one request for start and result: a second one would reach the guest during the run (agent.mjs)
-    const req = { ...(s.ring ? { devices: sims.map((x) => `/dev/${x.device}`) } : { device: `/dev/${device}` }), mode, qd: s.qd, bs: s.bs, ...body, wait: true };
+    const req = {
+      ...(s.ring ? { devices: sims.map((x) => `/dev/${x.device}`), ...(s.roundRobin ? { roundRobin: true } : {}) } : { device: `/dev/${device}` }),
+      mode, qd: s.qd, bs: s.bs, ...body, wait: true,
+    };
     if ((s.procs ?? 1) === 1) return one(await g.agent<Answer>('POST', '/drive', req, driveTimeoutMs(ios)));
     // side by side, every process runs the scenario's I/O count
     const r = await g.agent<{ procs: Answer[] }>('POST', '/drive', { ...req, procs: s.procs, seed: HPSIM_SEED }, driveTimeoutMs(ios));
