@@ -8,7 +8,7 @@ import { accelFacts, chooseAccel, type Accel } from './accel.js';
 import { Guest, usesIcount, type BootOptions, type GuestImages, type NvmeSpec } from './guest.js';
 import { recordRun } from './recordings.js';
 import { samplingScenarios } from './sampling.js';
-import { runSession, type Scenario, type Session, type Tracing } from './session.js';
+import { MODEL_WINDOW_S, runSession, type Scenario, type Session, type Tracing } from './session.js';
 
 export const ROOT = resolve(import.meta.dirname, '../../..');
 export const CACHE = process.env.HPVM_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'hybridpoll-vm');
@@ -78,8 +78,9 @@ const FORCE_TP = process.env.HPVM_TRACEPOINT_FLAG ?? '--bpf.force-tracepoint';
 
 export function exporterArgs(): Record<Exclude<Tracing, 'untraced'>, string[]> {
   // The lab scrapes at the edges of each run and compares the two: each scrape must collect then,
-  // not serve the refresh loop's last collection (up to an interval old).
-  const common = ['--bpf.enable=on', '--bpf.timeout=10s', '--log.level=info', '--collector.interval=0'];
+  // not serve the refresh loop's last collection (up to an interval old). The model window is set
+  // (the default's value): the runs are spaced by it (session.ts, WINDOW_IDLE_MS).
+  const common = ['--bpf.enable=on', '--bpf.timeout=10s', '--log.level=info', '--collector.interval=0', `--model.window=${MODEL_WINDOW_S}s`];
   return { fentry: common, tracepoint: [...common, FORCE_TP] };
 }
 

@@ -54,6 +54,17 @@ export interface Scenario {
 /** The seed written to a simulated device before every run: each run draws the same service times. */
 export const HPSIM_SEED = 1;
 
+/** The exporter's --model.window in the lab (exporterArgs), s. */
+export const MODEL_WINDOW_S = 60;
+/**
+ * Guest idle before a ring's classic run's first scrape: longer than the model window (and its 2 %
+ * edge slack), so the window after that run holds it alone and not also the same devices' hybrid
+ * run just before. Which it held followed the guest time the scrapes took (under icount the guest clock
+ * jumps over idle, host-side waits included): a ring's classic self-check read -14.6 % and -33 %
+ * with both runs in it, -2.2 ... -2.9 % with its own. Idle costs no host time under icount.
+ */
+const WINDOW_IDLE_MS = Math.ceil(MODEL_WINDOW_S * 1000 * 1.08);
+
 /** hpdrive's JSON line. */
 export interface DriverResult {
   mode: string;
@@ -332,6 +343,10 @@ async function scrapedOnce(g: Guest, s: Scenario, device: string, mode: PollMode
   let before = '';
   let twinBefore: LoaderSnap | undefined;
   let paused = false;
+  // a ring's hybrid run came first on its devices (POLLED): let it leave the model window (the
+  // ring checks judge each run's own window; one device's checks also want figures at the classic
+  // run's first scrape, which an empty window would not have)
+  if (mode === 'poll' && s.ring) await g.agent('POST', '/idle', { ms: WINDOW_IDLE_MS }, WINDOW_IDLE_MS + 60_000);
   try {
     const run = await runDriver(g, s, device, mode, {
       hold: true,
