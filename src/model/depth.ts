@@ -111,10 +111,10 @@ function passLookFit(n: number, sum: (k: string) => number | undefined): { a: nu
   if (sy === undefined) return undefined;
   const [sk, skk, sky, sj, sjj, sjk, sjy] = ['k', 'kk', 'kns', 'j', 'jj', 'jk', 'jns'].map((x) => sum(x) ?? 0) as [number, number, number, number, number, number, number];
   const varies = (s1: number, s2: number) => n * s2 - s1 * s1 > 0.05 * n * n;
-  // the normal equations over the kept columns of [1, k, j]
-  const fit = (useK: boolean, useJ: boolean): { a: number; b: number; e: number } | undefined => {
+  // the normal equations over the columns [1, k, j], or [1, j]
+  const fit = (useK: boolean): { a: number; b: number; e: number } | undefined => {
     const cols = [[n, sk, sj, sy], [sk, skk, sjk, sky], [sj, sjk, sjj, sjy]];
-    const keep = [0, ...(useK ? [1] : []), ...(useJ ? [2] : [])];
+    const keep = [0, ...(useK ? [1] : []), 2];
     const m = keep.map((r) => [...keep.map((c) => cols[r]![c]!), cols[r]![3]!]);
     const x = solve(m);
     if (!x || x.some((v) => !(v >= 0) || !Number.isFinite(v))) return undefined;
@@ -123,7 +123,8 @@ function passLookFit(n: number, sum: (k: string) => number | undefined): { a: nu
   };
   const kv = varies(sk, skk);
   const jv = varies(sj, sjj);
-  return (kv && jv ? fit(true, true) : undefined) ?? (jv ? fit(false, true) : undefined) ?? (kv ? fit(true, false) : undefined) ?? fit(false, false);
+  // without j: the two-column fit every other look uses
+  return (kv && jv ? fit(true) : undefined) ?? (jv ? fit(false) : undefined) ?? { ...lineFit(n, sy, sk, skk, sky, 'intercept'), e: 0 };
 }
 
 /** Gaussian elimination with partial pivoting on an augmented n×(n+1) matrix; undefined when singular. */
