@@ -1,6 +1,6 @@
 // File access at the edge: bounded reads, so a huge or never-ending file cannot exhaust memory.
 import { constants } from 'node:fs';
-import { closeSync, openSync, read, readdirSync, readSync, realpathSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, read, readdirSync, readSync, realpathSync } from 'node:fs';
 import { readdir, realpath } from 'node:fs/promises';
 
 export const DEFAULT_MAX_BYTES = 64 * 1024;
@@ -13,7 +13,7 @@ export class FileTooLargeError extends Error {}
  * see readBounded); a device node is cut off at maxBytes like any file. O_NOFOLLOW: kernel
  * attribute files are never symlinks, and one planted in a writable tree must not make the
  * exporter (often root) quote another file in its errors. No fstat: it would add a system call to
- * every file; the buffer grows instead (a 6 MB BTF takes a few doublings, once).
+ * every file, whose size sysfs does not know anyway; the buffer grows instead.
  */
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | constants.O_NOFOLLOW;
 
@@ -84,23 +84,49 @@ export async function readBounded(path: string, maxBytes = DEFAULT_MAX_BYTES): P
   }
 }
 
+/** A file read by position, as parseBtf reads the kernel's BTF (a ByteSource). */
+export interface PositionalFile {
+  readonly size: number;
+  /** Up to `length` bytes from `offset`, fewer only at the end of the file; valid until the next read. */
+  read(offset: number, length: number): Buffer;
+}
+
 /**
- * readBounded, synchronously, for the one read of the kernel's BTF per process: kernfs serves
- * that binary attribute one page per read(2), so the async loop pays a thread-pool round trip per
- * page (1,350 for 5.5 MB; seconds on an emulated CPU, past the scrape deadline). It is served from
- * kernel memory and cannot hang; O_NONBLOCK makes a FIFO planted in a --path.sysfs tree fail.
+ * `use` reads the file where it lies, by position, and the file is closed after it: for the one
+ * parse of the kernel's BTF per process, which reads a few records and windows of the ~6 MB blob
+ * instead of a copy that stayed resident until V8's next full GC. Synchronous: kernfs serves that
+ * binary attribute one page per read(2), and a thread-pool round trip per page took seconds on an
+ * emulated CPU; it is served from kernel memory and cannot hang. The size is fstat's (kernfs gives
+ * a binary attribute its size) and is bounded by maxBytes; O_NONBLOCK makes a FIFO planted in a
+ * --path.sysfs tree fail, and a FIFO's or a device's size of 0 reads as an empty file.
  */
-export function readBoundedSync(path: string, maxBytes: number): Buffer {
+export function withPositionalFile<T>(path: string, maxBytes: number, use: (f: PositionalFile) => T): T {
   const fd = openRefusingSymlinks(path);
   try {
-    const { buf, n } = readAllSync(fd, Buffer.allocUnsafe(Math.min(maxBytes + 1, 1 << 20)), maxBytes);
-    return buf.subarray(0, n);
+    const { size } = fstatSync(fd);
+    checkSize(size, maxBytes);
+    // One buffer for every read: a buffer per 64 KiB window was 11 MiB of garbage per parse, and
+    // the process kept its pages after the GC freed them (RSS +2 MiB against the whole-file copy).
+    let scratch = Buffer.allocUnsafe(0);
+    const read = (offset: number, length: number): Buffer => {
+      const want = Math.max(0, Math.min(length, size - offset));
+      if (scratch.length < want) scratch = Buffer.allocUnsafe(want);
+      let n = 0;
+      // One page per read(2) from kernfs: go on until the window is full or the file ends.
+      while (n < want) {
+        const got = readSync(fd, scratch, n, want - n, offset + n);
+        if (got === 0) break;
+        n += got;
+      }
+      return scratch.subarray(0, n);
+    };
+    return use({ size, read });
   } finally {
     closeSync(fd);
   }
 }
 
-/** The synchronous read loop of readBoundedSync and readTextSync: buf grown as needed, ended as readBounded's. */
+/** The synchronous read loop of readTextSync: buf grown as needed, ended as readBounded's. */
 function readAllSync(fd: number, start: Buffer<ArrayBuffer>, maxBytes: number): { buf: Buffer<ArrayBuffer>; n: number } {
   let buf = start;
   let n = 0;

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { CollectorName, CollectorResult } from '../snapshot/types.js';
 import { btfFeatures, detectEra, parseOsRelease } from './era.js';
 import { parseBtf } from './btf.js';
-import { errnoOf, isMissing, listDir, listDirSync, messageOf, readBoundedSync, readText, readTextSync, realRoot, resolvesWithin } from './files.js';
+import { errnoOf, isMissing, listDir, listDirSync, messageOf, readText, readTextSync, realRoot, resolvesWithin, withPositionalFile } from './files.js';
 import { parseHctxIoPoll, parseHctxType } from './hctx.js';
 import { parsePollStat } from './pollStat.js';
 import { parseDevNum, parseIntFile, parseIoPoll, parseIoPollDelay } from './queue.js';
@@ -321,8 +321,10 @@ export class HostReader {
     if (this.btfCache) return this.btfCache;
     const path = join(this.opts.paths.sysfs, 'kernel/btf/vmlinux');
     try {
-      const r = parseBtf(readBoundedSync(path, this.opts.btfMaxBytes ?? 256 * 1024 * 1024));
-      this.btfCache = r.ok ? btfFeatures(r.value) : { error: `${path}: ${r.error}` };
+      this.btfCache = withPositionalFile(path, this.opts.btfMaxBytes ?? 256 * 1024 * 1024, (f) => {
+        const r = parseBtf(f);
+        return r.ok ? btfFeatures(r.value) : { error: `${path}: ${r.error}` };
+      });
     } catch (e) {
       // No BTF is a normal old-kernel state: fall back to debugfs and the release hint.
       this.btfCache = isMissing(e) ? 'absent' : { error: `${path}: ${messageOf(e)}` };
