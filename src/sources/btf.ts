@@ -43,12 +43,15 @@ export interface BtfIndex {
   structMembers(name: string): Set<string> | undefined;
 }
 
-/** The type section is walked this many bytes at a time (a kernfs read returns one page). */
+/** The blob is read this many bytes at a time: 16 kernfs reads of a page each, through one buffer. */
 const WINDOW = 64 * 1024;
 
 const bufferSource = (buf: Buffer): ByteSource => ({ size: buf.length, read: (o, l) => buf.subarray(o, o + l) });
 
-/** The index holds the type offsets and each struct's name offset, no names: a query finds its name's offsets in the string section. */
+/**
+ * The index holds the type offsets and each struct's name offset, no names: a query finds its
+ * name's offsets in the string section. Queries read `data`: with a file, query before it closes.
+ */
 export function parseBtf(data: Buffer | ByteSource): Parsed<BtfIndex> {
   const src = Buffer.isBuffer(data) ? bufferSource(data) : data;
   const hdr = src.read(0, 24);
@@ -159,7 +162,8 @@ function offsetsOf(s: Strings, name: string): number[] {
     const last = at + WINDOW + pat.length - 1 >= s.len;
     const chunk = s.src.read(s.at + at, Math.min(WINDOW + pat.length - 1, s.len - at));
     const hay = last ? Buffer.concat([chunk, Buffer.alloc(1)]) : chunk;
-    for (let i = hay.indexOf(pat); i >= 0 && i < WINDOW; i = hay.indexOf(pat, i + 1)) found.push(at + i);
+    // Matches starting in this window; the last one takes all (its end may lie past at + WINDOW).
+    for (let i = hay.indexOf(pat); i >= 0 && (last || i < WINDOW); i = hay.indexOf(pat, i + 1)) found.push(at + i);
     if (last) break;
   }
   return found;

@@ -15,6 +15,26 @@ describe('BTF reader', () => {
     expect(r.value.structMembers('nope')).toBeUndefined();
   });
 
+  it('finds names across the 64 KiB windows of the string section, and one the section end terminates', () => {
+    // 5000 structs: ~110 KB of strings, so names straddle the window boundary at 64 KiB.
+    const structs = Array.from({ length: 5000 }, (_, i) => ({ name: `s${i}_padding`, members: [`m${i}`] }));
+    const r = parseBtf(writeBtf(structs));
+    if (!r.ok) throw new Error(r.error);
+    for (let i = 0; i < structs.length; i++) expect([...r.value.structMembers(structs[i]!.name)!], structs[i]!.name).toEqual([`m${i}`]);
+    // The last name placed to start at string offset 65537 (the second window's first byte) and
+    // its NUL cut off, so that only the section's end terminates it.
+    const last = 'z_last_struct';
+    const sized = (pad: number) => writeBtf([{ name: `a${'x'.repeat(pad)}`, members: ['b'] }, { name: last, members: ['c'] }]);
+    const strLen = (b: Buffer) => b.readUInt32LE(20);
+    const pad = 65537 - (strLen(sized(0)) - last.length - 1);
+    const blob = Buffer.from(sized(pad));
+    expect(strLen(blob) - last.length - 1).toBe(65537);
+    blob.writeUInt32LE(strLen(blob) - 1, 20);
+    const cut = parseBtf(blob.subarray(0, blob.length - 1));
+    if (!cut.ok) throw new Error(cut.error);
+    expect([...cut.value.structMembers(last)!]).toEqual(['c']);
+  });
+
   it('rejects truncated and foreign data', () => {
     const buf = writeBtf([{ name: 'a', members: ['b'] }]);
     expect(parseBtf(buf.subarray(0, 30)).ok).toBe(false);
