@@ -79,7 +79,10 @@ describe('closed form at depth 1 (exact)', () => {
 describe('simulation at depth 1 against the closed form (within 4 standard errors + 0.5 % of E[D])', () => {
   // The simulation draws D and O by inverse CDF: at QD1 its per-I/O CPU is a sample mean of
   // (D − s − O)⁺ + c_sw·[s > 0], whose expectation is the closed form; the batch-means standard
-  // error bounds the difference (4 SE: a false failure about once in 10⁴ cases).
+  // error bounds the difference. That SE is estimated from 10 batches (9 degrees of freedom), so
+  // the difference passes 4 estimated SE by chance about 3 times in 1000 comparisons (Student's t),
+  // and a run makes over 200: random cases failed .ci/run once (2026-12-06, four atoms of D). The
+  // cases are fixed by STAT_SEED; a change to the simulation or the closed form still moves them.
   const rules = (m: CostModel): { rule: SleepRule; s: number }[] => [
     { rule: { kind: 'none' }, s: 0 },
     { rule: { kind: 'static', sleepNs: [m.meanD / 2] }, s: m.meanD / 2 },
@@ -99,7 +102,7 @@ describe('simulation at depth 1 against the closed form (within 4 standard error
           expect(st.sleeps / st.ios).toBe(s > 0 ? 1 : 0);
         }
       }),
-      { numRuns: 12 },
+      { numRuns: 12, seed: STAT_SEED },
     );
   });
 
@@ -111,7 +114,7 @@ describe('simulation at depth 1 against the closed form (within 4 standard error
         const st = simulate({ era: 'iouring_70', depth: 1, devices: [{ fD: new Sampler(fD), share: 1 }], wake: new Sampler(fO), switchCostNs: csw, submission: NO_COST, rule: { kind: 'oracle' }, ios: 4000, warmup: 10, seed });
         expect(Math.abs((st.spinNs + st.switchNs) / st.ios - want.cpuNs)).toBeLessThanOrEqual(4 * seOf(st.batchCpuPerIo) + 0.005 * m.meanD);
       }),
-      { numRuns: 12 },
+      { numRuns: 12, seed: STAT_SEED },
     );
   });
 
@@ -123,6 +126,9 @@ describe('simulation at depth 1 against the closed form (within 4 standard error
     }
   });
 });
+
+/** fast-check's seed for the properties checked against the simulation's standard error (see above). */
+const STAT_SEED = 20261206;
 
 function seOf(b: number[]): number {
   const m = b.reduce((a, x) => a + x, 0) / b.length;
