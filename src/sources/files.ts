@@ -2,6 +2,7 @@
 import { constants } from 'node:fs';
 import { closeSync, fstatSync, openSync, read, readdirSync, readSync, realpathSync } from 'node:fs';
 import { readdir, realpath } from 'node:fs/promises';
+import type { ByteSource } from './btf.js';
 
 export const DEFAULT_MAX_BYTES = 64 * 1024;
 
@@ -84,23 +85,16 @@ export async function readBounded(path: string, maxBytes = DEFAULT_MAX_BYTES): P
   }
 }
 
-/** A file read by position, as parseBtf reads the kernel's BTF (a ByteSource). */
-export interface PositionalFile {
-  readonly size: number;
-  /** Up to `length` bytes from `offset`, fewer only at the end of the file; valid until the next read. */
-  read(offset: number, length: number): Buffer;
-}
-
 /**
- * `use` reads the file where it lies, by position, and the file is closed after it: for the one
- * parse of the kernel's BTF per process, which reads a few records and windows of the ~6 MB blob
- * instead of a copy that stayed resident until V8's next full GC. Synchronous: kernfs serves that
+ * `use` reads the file where it lies, by position (btf.ts's ByteSource), and the file is closed
+ * after it: for the one parse of the kernel's BTF per process, which reads a few records and
+ * windows of the ~6 MB blob instead of a copy that stayed resident until V8's next full GC. Synchronous: kernfs serves that
  * binary attribute one page per read(2), and a thread-pool round trip per page took seconds on an
  * emulated CPU; it is served from kernel memory and cannot hang. The size is fstat's (kernfs gives
  * a binary attribute its size) and is bounded by maxBytes; O_NONBLOCK makes a FIFO planted in a
  * --path.sysfs tree fail, and a FIFO's or a device's size of 0 reads as an empty file.
  */
-export function withPositionalFile<T>(path: string, maxBytes: number, use: (f: PositionalFile) => T): T {
+export function withPositionalFile<T>(path: string, maxBytes: number, use: (f: ByteSource) => T): T {
   const fd = openRefusingSymlinks(path);
   try {
     const { size } = fstatSync(fd);
