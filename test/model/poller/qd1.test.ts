@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { atom, uniform } from '../../../src/model/dist.js';
 import { CostModel, evaluatePolicies, iouringHalfMinSleep } from '../../../src/model/policies.js';
 import { evaluatePoller, ringHalfMinSleep, Sampler, simulate, type SleepRule } from '../../../src/model/poller/index.js';
-import { distArb, input, NO_COST, SIM_ERAS } from './helpers.js';
+import { distArb, input, NO_COST, SIM_ERAS, STAT_SEED } from './helpers.js';
 
 describe('closed form at depth 1 (exact)', () => {
   it('every row equals CostModel/evaluatePolicies, for every era and any submit/reap cost', () => {
@@ -126,9 +126,6 @@ describe('simulation at depth 1 against the closed form (within 4 standard error
     }
   });
 });
-
-/** fast-check's seed for the properties checked against the simulation's standard error (see above). */
-const STAT_SEED = 20261206;
 
 function seOf(b: number[]): number {
   const m = b.reduce((a, x) => a + x, 0) / b.length;
