@@ -7,8 +7,8 @@ import { lowerNs, midNs, NB, upperNs } from './buckets.js';
 import { atom, bucketPiece, calibratedDist, summary } from './dist.js';
 import { estimateDeviceTime } from './censored.js';
 import { bucketPairs, bucketTotal, filledBuckets } from './hist.js';
-import { CostModel, evaluatePolicies, policySleep, WorstCase, type UnresolvedAtom } from './policies.js';
-import type { AnalyseOptions, CurrentPolicy, CurrentState, DepthState, DeviceTimeSource, DeviceWindow, Dist, Measured, ModelTarget, OversleepCheck, UnresolvedBound } from './types.js';
+import { CostModel, evaluatePolicies, NO_KERNEL_OFFSETS, policySleep, WorstCase, type UnresolvedAtom } from './policies.js';
+import type { AnalyseOptions, CurrentPolicy, CurrentState, DepthState, DeviceTimeSource, DeviceWindow, Dist, KernelTerms, Measured, ModelTarget, OversleepCheck, UnresolvedBound } from './types.js';
 import { analyseAtDepth, DEPTH_THRESHOLD, meanInFlight, pollerCosts, pollerEra, type PollerCosts } from './depth.js';
 
 /** c_sw when it cannot be measured: the on-CPU cost of an hrtimer sleep plus a context switch pair on current x86 (design.md §5 anchor). */
@@ -224,19 +224,22 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
     ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}),
     ...(!atDepth ? loopCosts(w, dt.source, costs) : {}),
   });
-  const qd1Policies = evaluatePolicies(m);
 
   // The current state, as measured: which I/Os slept and for how long.
   const kernelEstimate = sleepReq !== undefined && sleepReq.aux1 > 0;
   const slept = sleeps > 0 && (kernelEstimate || (sleepReq !== undefined && sleepReq.count > 0 && filledBuckets(sleepReq) > 0));
   const policy = detectPolicy(w.era, w.ioPollDelay, slept, kernelEstimate);
   const sleepDist = slept ? currentSleep(policy, sleepReq!, kernelEstimate) : undefined;
-  const settingSleep = !slept && policy !== 'classic' && policy !== 'unknown' && policy !== 'oracle' ? policySleep(policy, m) : undefined;
+  const sleptOutcome = sleepDist ? m.mixedOutcome(polledIos ? Math.min(1, sleeps / polledIos) : 1, sleepDist) : undefined;
+  // the block layer's terms, δ against the latency of what was measured (classic without sleeps)
+  const kernel = kernelTermsOf(w, policy, sleptOutcome ? sleepReq : undefined, sleptOutcome?.latencyNs ?? m.meanD);
+  const offsets = kernel ?? NO_KERNEL_OFFSETS;
+  const qd1Policies = evaluatePolicies(m, offsets);
+  const settingSleep = !slept && policy !== 'classic' && policy !== 'unknown' && policy !== 'oracle' ? policySleep(policy, m, offsets) : undefined;
   let current: CurrentState;
-  if (sleepDist) {
+  if (sleptOutcome) {
     const sleptFraction = polledIos ? Math.min(1, sleeps / polledIos) : 1;
-    const outcome = m.mixedOutcome(sleptFraction, sleepDist);
-    current = { policy, sleepNs: outcome.sleepNs, sleptFraction, sleepSource: kernelEstimate ? 'kernel_estimate' : 'sleep_req', outcome };
+    current = { policy, sleepNs: sleptOutcome.sleepNs, sleptFraction, sleepSource: kernelEstimate ? 'kernel_estimate' : 'sleep_req', outcome: sleptOutcome };
   } else if (settingSleep !== undefined && settingSleep > 0) {
     current = { policy, sleepNs: settingSleep, sleptFraction: 1, sleepSource: 'setting', outcome: m.outcome(settingSleep) };
   } else {
@@ -306,6 +309,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
     ...(depth ? { depth } : {}),
     ...(inFlight !== undefined ? { inFlight } : {}),
     ...(costs ? { pollerCosts: costs } : {}),
+    ...(kernel ? { kernel } : {}),
     ...(unresolved > 0 ? { bound: unresolvedBound(new WorstCase(m, dt.unresolved), best.sleepNs) } : {}),
   };
   const shared = sharedRing(w, polledIos);
@@ -350,6 +354,36 @@ export function sharedRing(w: DeviceWindow, polledIos: number | undefined): Mode
   if (polls === undefined || !(polledIos && polledIos > 0)) return undefined;
   const pollsPerIo = polls / polledIos;
   return pollsPerIo > SHARED_RING_POLLS_PER_IO ? { pollsPerIo } : undefined;
+}
+
+/** A measured timer lag beyond this share of io_poll_delay is taken for a setting changed in the window. */
+const MAX_TIMER_LAG = 0.1;
+
+/**
+ * KernelTerms of a window. The mean the block layer's adaptive rule reads (poll_stat: driver issue
+ * → completion found) and δ, its excess over the model's latency of the window's measured state
+ * (the completion's end after block_rq_complete, the tracepoint programs' run time among it: ≈ 3.4
+ * µs per I/O on 5.10 in virtual time, docs/validation-legacy.md). Where the kernel slept by that
+ * rule the requested sleeps give it over the whole window (sleep = (mean + 1)/2 ns, so twice the
+ * sleep to within a ns, and on BPF's clock like the sleeps themselves); otherwise the poll_stat
+ * lines read with the window's last snapshot (the last 100 ms with I/O, a sample). The timer lag
+ * where the kernel slept a fixed io_poll_delay: the setting less the requested sleeps' mean.
+ * Undefined when neither is measured.
+ */
+export function kernelTermsOf(w: DeviceWindow, policy: CurrentPolicy, sleepReq: BucketHist | undefined, latencyNs: number): KernelTerms | undefined {
+  const legacySleeps = sleepReq && sleepReq.aux1 === 0 && sleepReq.count > 0 ? sleepReq.sumNs / sleepReq.count : undefined;
+  const fromSleeps = policy === 'blkmq_half_mean' && legacySleeps !== undefined ? 2 * legacySleeps : undefined;
+  const meanNs = fromSleeps ?? w.pollStatMeanNs;
+  const hasMean = meanNs !== undefined && meanNs > 0 && Number.isFinite(meanNs);
+  const settingNs = w.ioPollDelay !== undefined && w.ioPollDelay > 0 ? w.ioPollDelay * 1000 : undefined;
+  const lag = policy === 'blkmq_fixed' && settingNs !== undefined && legacySleeps !== undefined ? settingNs - legacySleeps : undefined;
+  const hasLag = lag !== undefined && Math.abs(lag) <= MAX_TIMER_LAG * settingNs!;
+  if (!hasMean && !hasLag) return undefined;
+  return {
+    ...(hasMean ? { meanNs, meanSource: fromSleeps !== undefined ? ('sleep_req' as const) : ('poll_stat' as const) } : {}),
+    offsetNs: hasMean ? meanNs - latencyNs : 0,
+    timerLagNs: hasLag ? lag : 0,
+  };
 }
 
 /**

@@ -1,17 +1,38 @@
 // Every device between two snapshots (`report --duration D`, a recording's span): the deltas with
 // resets absorbed, each ring over several devices modelled whole, the rest per device. Pure.
 import type { BpfSnapshot } from '../bpf/types.js';
+import type { PollStat } from '../sources/types.js';
 import type { SnapshotInputs } from '../snapshot/types.js';
 import { analyseUnit, analysisUnits } from './ring.js';
 import type { AnalyseOptions, DeviceWindow, ModelTarget } from './types.js';
 import { Accumulator, totalsDelta } from './window.js';
 
-/** Device name and io_poll_delay for a BPF device, from the BPF series or the sysfs reading. */
-export function deviceContext(inputs: SnapshotInputs, dev: string, bpfName?: string): { device: string; ioPollDelay?: number; sharedWith?: string } {
+/** Device name, io_poll_delay and poll_stat's mean for a BPF device, from the BPF series or the host reading. */
+export function deviceContext(inputs: SnapshotInputs, dev: string, bpfName?: string): Pick<DeviceWindow, 'device' | 'ioPollDelay' | 'pollStatMeanNs' | 'sharedWith'> {
   const host = inputs.host?.devices.find((d) => (bpfName ? d.device === bpfName : false) || d.devNum === dev);
   const device = bpfName ?? host?.device ?? dev;
   const sharedWith = inputs.bpf?.devices.find((d) => d.dev === dev)?.sharedWith;
-  return { device, ...(host?.ioPollDelay !== undefined ? { ioPollDelay: host.ioPollDelay } : {}), ...(sharedWith ? { sharedWith } : {}) };
+  const pollStatMeanNs = host?.pollStat ? pollStatMean(host.pollStat) : undefined;
+  return {
+    device,
+    ...(host?.ioPollDelay !== undefined ? { ioPollDelay: host.ioPollDelay } : {}),
+    ...(pollStatMeanNs !== undefined ? { pollStatMeanNs } : {}),
+    ...(sharedWith ? { sharedWith } : {}),
+  };
+}
+
+/** The mean over poll_stat's lines with samples, weighted by them; undefined when none has any. */
+export function pollStatMean(ps: PollStat): number | undefined {
+  if (ps.kind !== 'buckets') return undefined;
+  let n = 0;
+  let sum = 0;
+  for (const b of ps.buckets) {
+    if (b.samples > 0 && b.meanNs !== undefined) {
+      n += b.samples;
+      sum += b.samples * b.meanNs;
+    }
+  }
+  return n > 0 ? sum / n : undefined;
 }
 
 /**

@@ -9,7 +9,7 @@
 // sleep (the rest of the submission, on CPU but outside the poll loop), and R, per I/O, the
 // completion work inside the loop after the poll that found it (in the measured spin).
 import { expectPositive, mean, PositivePart, positivePart, restrictAbove, supportMin, totalMass } from './dist.js';
-import { POLICIES, type Dist, type PolicyName, type PolicyOutcome } from './types.js';
+import { POLICIES, type Dist, type KernelTerms, type PolicyName, type PolicyOutcome } from './types.js';
 
 export interface ModelParams {
   /** c_sw: on-CPU cost of one sleep/wake pair, ns */
@@ -276,17 +276,44 @@ function oracleOutcome(m: CostModel): Outcome {
   };
 }
 
+/** KernelTerms' two figures the rows use; none measured: both 0. */
+export type KernelOffsets = Pick<KernelTerms, 'offsetNs' | 'timerLagNs'>;
+export const NO_KERNEL_OFFSETS: KernelOffsets = { offsetNs: 0, timerLagNs: 0 };
+
+/**
+ * The block layer's mean rules as the kernel runs them: sleep a fraction f of the mean of what
+ * poll_stat records (blk_mq_poll_nsecs: ½; seed 001's patch: ¾). A sample runs from the driver
+ * issue to the completion found, so it holds the oversleep (the "vicious cycle"): at QD1 the kernel
+ * settles where s = f·K(s) − lag, K(s) = latency(s) + δ the mean of what poll_stat records at that
+ * sleep, δ what its samples hold beyond the model's latency and lag the timer's start before the
+ * model's sleep start (KernelTerms; 0 where not measured). g(s) = f·K(s) − lag − s is convex (late
+ * is) and decreasing (late' ≤ 1, f < 1), and g ≥ 0 at s = f·(E[D] + δ) − lag, so Newton's steps
+ * from there rise to the root without overshooting it.
+ */
+export function kernelMeanSleep(m: CostModel, fraction: number, k: KernelOffsets = NO_KERNEL_OFFSETS): number {
+  if (!(fraction > 0 && fraction < 1)) throw new Error(`kernelMeanSleep: fraction ${fraction} outside (0, 1)`);
+  const rule = (s: number, latency: number) => fraction * (latency + k.offsetNs) - k.timerLagNs - s;
+  let s = Math.max(0, rule(0, m.meanD));
+  for (let i = 0; i < 64 && s > 0; i++) {
+    // latency'(s) = P(D < s + O): the I/Os complete by the wake-up
+    const next = s - rule(s, m.latency(s)) / (fraction * m.oversleepProbability(s) - 1);
+    if (!(next > s + 1e-9 * m.meanD)) return Math.max(s, next);
+    s = next;
+  }
+  return s;
+}
+
 /** The sleep each static policy picks on this data; undefined for blkmq_fixed without a setting. */
-export function policySleep(policy: Exclude<PolicyName, 'oracle'>, m: CostModel): number | undefined {
+export function policySleep(policy: Exclude<PolicyName, 'oracle'>, m: CostModel, k: KernelOffsets = NO_KERNEL_OFFSETS): number | undefined {
   switch (policy) {
     case 'classic':
       return 0;
     case 'blkmq_half_mean':
-      return m.meanD / 2;
+      return kernelMeanSleep(m, 1 / 2, k);
     case 'blkmq_fixed':
-      return m.params.fixedSleepNs;
+      return m.params.fixedSleepNs === undefined ? undefined : Math.max(0, m.params.fixedSleepNs - k.timerLagNs);
     case 'three_quarter_mean':
-      return (3 * m.meanD) / 4;
+      return kernelMeanSleep(m, 3 / 4, k);
     case 'min_minus_wake':
       return Math.max(0, m.minD - m.meanO);
     case 'iouring_half_min':
@@ -298,11 +325,11 @@ export function policySleep(policy: Exclude<PolicyName, 'oracle'>, m: CostModel)
 
 const STATIC = POLICIES.filter((p): p is Exclude<PolicyName, 'oracle'> => p !== 'oracle');
 
-/** The what-if table: every policy that can be evaluated, in POLICIES order. */
-export function evaluatePolicies(m: CostModel): PolicyOutcome[] {
+/** The what-if table: every policy that can be evaluated, in POLICIES order; `k` for the block layer's rules. */
+export function evaluatePolicies(m: CostModel, k: KernelOffsets = NO_KERNEL_OFFSETS): PolicyOutcome[] {
   const rows: PolicyOutcome[] = [];
   for (const policy of STATIC) {
-    const s = policySleep(policy, m);
+    const s = policySleep(policy, m, k);
     if (s !== undefined) rows.push({ policy, ...m.outcome(s) });
   }
   rows.push({ policy: 'oracle', ...oracleOutcome(m) });

@@ -92,6 +92,11 @@ export interface DeviceWindow {
   /** queue/io_poll_delay of the device, if read */
   ioPollDelay?: number;
   /**
+   * debugfs poll_stat (4.12–6.3) at the window's end: the mean over its lines with samples,
+   * weighted by their samples (the kernel's last 100 ms window with I/O); absent when none has any
+   */
+  pollStatMeanNs?: number;
+  /**
    * --bpf.sample over the window (the highest rate read in it): rq_lat holds 1 in this many
    * completions, each counted this many times, so its count overstates the samples it rests on
    */
@@ -190,6 +195,8 @@ export interface ModelTarget {
   depth?: DepthState;
   /** mean polled I/Os in flight at the start of a waiting call, when the loader counts it */
   inFlight?: number;
+  /** the block layer's terms the model measured for its rules (absent when neither the mean nor the timer lag was) */
+  kernel?: KernelTerms;
   /** the poller's time around its polling (depth.ts pollerCosts), when the loader counts it (fentry path) */
   pollerCosts?: { callNs: number; submitNs: number; leadNs: number; loopReapNs: number; lookNs: number; lookPerIoNs: number; emptyLookNs: number; wakeToLookNs: number };
   /**
@@ -209,6 +216,25 @@ export interface ModelTarget {
    * modelled figure is withheld and the advice is `withheld`.
    */
   sharedRing?: { pollsPerIo: number; ring?: RingState };
+}
+
+/**
+ * What the block layer's sleeps hold beyond the model's own terms (analyse.ts kernelTermsOf): the
+ * `blkmq_half_mean`, `three_quarter_mean` and `blkmq_fixed` rows sleep by them.
+ */
+export interface KernelTerms {
+  /** the kernel's completion-time mean (poll_stat's: driver issue → completion found), whose half its ½-mean rule sleeps */
+  meanNs?: number;
+  /** `sleep_req`: twice the requested sleeps of a window the kernel slept by that rule; `poll_stat`: debugfs */
+  meanSource?: 'sleep_req' | 'poll_stat';
+  /** δ: meanNs less the model's latency at the window's measured state; 0 without meanNs */
+  offsetNs: number;
+  /**
+   * io_poll_delay less the mean requested sleep of a window that slept by it: the kernel reads its
+   * clock for the timer before the sleep start BPF sees, so a sleep is this much shorter from there;
+   * 0 where not measured
+   */
+  timerLagNs: number;
 }
 
 /** The ring a device shares its poller with, modelled whole (ModelTarget.sharedRing.ring). */

@@ -1,5 +1,5 @@
 // The report as a plain-text table for a terminal. Pure: Report in, string out.
-import { withheld, type PolicyOutcome, type RingState } from '../model/index.js';
+import { withheld, type KernelTerms, type PolicyOutcome, type RingState } from '../model/index.js';
 import type { Report, ReportDevice, ReportHostDevice } from './data.js';
 import { cores, duration, integer, percent } from './units.js';
 
@@ -50,6 +50,7 @@ function device(d: ReportDevice): string[] {
   if (t.depth?.method === 'simulation') kv('at depth', `${t.depth.meanInFlight.toFixed(1)} I/Os in flight per wait: the model simulates the poller there, on D fitted to the measured latency (mean ${duration(t.depth.meanDeviceNs)})`);
   if (t.sharedRing?.ring) kv('ring', ringLine(t.sharedRing.ring));
   kv('wake overhead O', `mean ${duration(t.wakeOverhead.meanNs)} (${t.wakeOverhead.source}); sleep/wake CPU c_sw ${duration(t.switchCostNs)} (${t.switchCostSource})`);
+  if (t.kernel) kv('kernel terms', kernelTerms(t.kernel));
   const sleptOn = c.sleptFraction > 0 ? `, on ${percent(c.sleptFraction)} of I/Os (${c.sleepSource.replace('_', ' ')})` : '';
   kv('current sleep', `${duration(c.sleepNs)}  ${c.policy}${sleptOn}`);
   const bound = t.bound && t.advice !== 'model' ? `; within it whatever the unresolved device times: ${t.bound.sleepNs > 0 ? duration(t.bound.sleepNs) : 'none'}` : '';
@@ -82,6 +83,13 @@ const verdict = (t: ReportDevice['target']): string[] => ['', `  => ${t.recommen
 export function ringLine(r: RingState): string {
   const check = `${r.modelCpuErrorRatio >= 0 ? '+' : ''}${percent(r.modelCpuErrorRatio)}`;
   return `one io_uring ring polls ${r.devices.join(', ')} with one sleep: the model runs the ring whole (CPU per I/O over the ring: measured ${duration(r.measuredCpuPerIoNs)}, modelled ${duration(r.currentCpuNs)}, self-check ${check}; best ${duration(r.bestCpuNs)}, ${r.bestSleepNs > 0 ? `sleeping ${duration(r.bestSleepNs)}` : 'classic polling'}); this device's figures are its part, ${percent(r.cpuShare)} of the ring's CPU`;
+}
+
+/** "poll_stat mean 55.1 µs (sleep_req), 3.4 µs over the modelled latency; timer lag 320 ns" */
+function kernelTerms(k: KernelTerms): string {
+  const mean = k.meanNs !== undefined ? `the kernel's completion mean ${duration(k.meanNs)} (${k.meanSource?.replace('_', ' ')}), ${duration(Math.abs(k.offsetNs))} ${k.offsetNs >= 0 ? 'over' : 'under'} the modelled latency` : '';
+  const lag = k.timerLagNs !== 0 ? `timer armed ${duration(k.timerLagNs)} before the sleep BPF sees` : '';
+  return `${[mean, lag].filter(Boolean).join('; ')}: the block layer's rows sleep by them`;
 }
 
 /** A device a ring over several devices polls: what was measured, and why the model's figures are withheld. */

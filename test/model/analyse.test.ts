@@ -42,6 +42,47 @@ describe('analyse: the seed-001 anchor through the whole pipeline', () => {
   });
 });
 
+describe('analyse: the block layer\'s mean rules read the kernel\'s own mean (5.10)', () => {
+  const row = (t: ModelTarget, p: string) => t.policies.find((r) => r.policy === p)!;
+
+  it('an adaptive window: the mean is twice the requested sleep, and the ½-mean row sleeps what the kernel slept', () => {
+    // poll_stat's samples run 2 µs past the model's latency (the completion after block_rq_complete): the kernel sleeps ½(10 + 2) µs
+    const t = analyse(windowOf({ n: 20_000, ...tight(11), sleepNs: 6000, cswNs: 1500, tracepoint: true }, { era: 'blkmq_hybrid', ioPollDelay: 0, pollStatMeanNs: 99_000 }), OPTS)!;
+    expect(t.kernel).toMatchObject({ meanSource: 'sleep_req', timerLagNs: 0 });
+    expect(t.kernel!.meanNs).toBeCloseTo(12_000, 6);
+    expect(t.kernel!.offsetNs).toBeCloseTo(12_000 - t.current.outcome.latencyNs, 6);
+    expect(Math.abs(t.kernel!.offsetNs - 2000)).toBeLessThan(150);
+    expect(row(t, 'blkmq_half_mean').sleepNs).toBeCloseTo(t.current.sleepNs, 3);
+    expect(row(t, 'blkmq_half_mean').cpuNs).toBeCloseTo(t.current.outcome.cpuNs, 3);
+    const q = row(t, 'three_quarter_mean');
+    expect(q.sleepNs).toBeCloseTo((3 / 4) * (q.latencyNs + t.kernel!.offsetNs), 3);
+    expect(q.sleepNs).toBeGreaterThan((3 / 4) * t.deviceTime.meanNs + 1000);
+  });
+
+  it('a fixed-delay window: the mean is poll_stat\'s, read with the window, and the timer lag is the setting less the requested sleeps', () => {
+    // the kernel arms its timer 300 ns before BPF sees the sleep start: io_poll_delay 8 µs is 7.7 µs from there
+    const w = windowOf({ n: 20_000, ...tight(12), sleepNs: 7700, cswNs: 1500, tracepoint: true }, { era: 'blkmq_hybrid', ioPollDelay: 8, pollStatMeanNs: 12_500 });
+    const t = analyse(w, OPTS)!;
+    expect(t.current.policy).toBe('blkmq_fixed');
+    expect(t.kernel!.meanSource).toBe('poll_stat');
+    expect(t.kernel!.offsetNs).toBeCloseTo(12_500 - t.current.outcome.latencyNs, 6);
+    expect(t.kernel!.timerLagNs).toBeCloseTo(300, 6);
+    // the fixed row at the window's own setting is its current state
+    expect(row(t, 'blkmq_fixed').sleepNs).toBeCloseTo(t.current.sleepNs, 6);
+    expect(row(t, 'blkmq_fixed').cpuNs).toBeCloseTo(t.current.outcome.cpuNs, 6);
+    const h = row(t, 'blkmq_half_mean');
+    expect(h.sleepNs).toBeCloseTo((t.kernel!.offsetNs + h.latencyNs) / 2 - 300, 3);
+    // without poll_stat only the lag is measured; the rules sleep f·latency(s) − lag
+    const { pollStatMeanNs: _, ...bare } = w;
+    const u = analyse(bare, OPTS)!;
+    expect(u.kernel).toEqual({ offsetNs: 0, timerLagNs: t.kernel!.timerLagNs });
+    expect(row(u, 'blkmq_half_mean').sleepNs).toBeCloseTo(row(u, 'blkmq_half_mean').latencyNs / 2 - 300, 3);
+    // a lag beyond 10 % of the setting is a setting changed within the window, not a lag: not used
+    const changed = analyse({ ...bare, ioPollDelay: 12 }, OPTS)!;
+    expect(changed.kernel).toBeUndefined();
+  });
+});
+
 describe('analyse: the wake latency in c_sw, by era', () => {
   it('charges it to the poller on io_uring hybrid kernels, not on the block-layer hybrid eras (measured on 7.3 and 5.10)', () => {
     const w = windowOf({ n: 20_000, ...tight(5), sleepNs: 5000, cswNs: 1500 });

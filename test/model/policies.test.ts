@@ -1,12 +1,15 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { atom, mixture, uniform } from '../../src/model/dist.js';
-import { CostModel, evaluatePolicies } from '../../src/model/policies.js';
+import { CostModel, evaluatePolicies, kernelMeanSleep } from '../../src/model/policies.js';
 import type { Dist, PolicyName, PolicyOutcome } from '../../src/model/types.js';
 
 const C_SW = 1500;
 const BUDGET = 0.01;
 const FIXED = 4000; // io_poll_delay = 4 µs
+
+/** the uniform case's ¾-mean fixed point above 7 µs (see there) */
+const X34 = (1 - Math.sqrt(1 - (4 * 3 * 500) / 32_000)) / ((2 * 3) / 32_000);
 
 const table = (fD: Dist, fO: Dist, budget = BUDGET, fixed: number | null = FIXED) =>
   new Map(evaluatePolicies(new CostModel(fD, fO, { switchCostNs: C_SW, latencyBudget: budget, ...(fixed ? { fixedSleepNs: fixed } : {}) })).map((r) => [r.policy, r]));
@@ -75,13 +78,14 @@ describe('closed forms, every policy', () => {
       classic: { sleepNs: 0, cpuNs: 10_000, lateNs: 0 },
       blkmq_half_mean: { sleepNs: 5000, spinNs: 4000, cpuNs: 5500, lateNs: 0, oversleepProbability: 0 },
       blkmq_fixed: { sleepNs: 4000, spinNs: 5000, cpuNs: 6500 },
+      // the kernel's rule: s = ¾·latency(s), x = s − 7000 solves 3x²/32000 − x + 500 = 0
       three_quarter_mean: {
-        sleepNs: 7500,
-        spinNs: 3500 ** 2 / 8000,
-        cpuNs: 3500 ** 2 / 8000 + C_SW,
-        lateNs: 500 ** 2 / 8000,
-        latencyNs: 10_000 + 500 ** 2 / 8000,
-        oversleepProbability: 500 / 4000,
+        sleepNs: 7000 + X34,
+        spinNs: (4000 - X34) ** 2 / 8000,
+        cpuNs: (4000 - X34) ** 2 / 8000 + C_SW,
+        lateNs: X34 ** 2 / 8000,
+        latencyNs: 10_000 + X34 ** 2 / 8000,
+        oversleepProbability: X34 / 4000,
         meetsBudget: true,
       },
       min_minus_wake: { sleepNs: 7000, spinNs: 2000, cpuNs: 3500, lateNs: 0 },
@@ -101,9 +105,11 @@ describe('closed forms, every policy', () => {
     ]);
     check(table(fD, atom(1000)), {
       classic: { sleepNs: 0, cpuNs: 10_000 },
-      blkmq_half_mean: { sleepNs: 5000, spinNs: 4500, cpuNs: 6000, lateNs: 500, latencyNs: 10_500, oversleepProbability: 0.5, meetsBudget: false },
+      // the kernel's rule s = ½·latency(s): s = 5000 + ¼(s − 4000), s = 16000/3 (E[D]/2 = 5000 before the oversleep)
+      blkmq_half_mean: { sleepNs: 16_000 / 3, spinNs: 13_000 / 3, cpuNs: 13_000 / 3 + C_SW, lateNs: 2000 / 3, latencyNs: 32_000 / 3, oversleepProbability: 0.5, meetsBudget: false },
       blkmq_fixed: { sleepNs: 4000, spinNs: 5000, cpuNs: 6500, lateNs: 0, oversleepProbability: 0.5, meetsBudget: true },
-      three_quarter_mean: { sleepNs: 7500, spinNs: 3250, cpuNs: 4750, lateNs: 1750, meetsBudget: false },
+      // s = ¾(10000 + ½(s − 4000)): s = 9600
+      three_quarter_mean: { sleepNs: 9600, spinNs: 2200, cpuNs: 3700, lateNs: 2800, meetsBudget: false },
       min_minus_wake: { sleepNs: 4000, spinNs: 5000, cpuNs: 6500, lateNs: 0 },
       // 10000 → max(5000 − 5000, 1000) = 1000 → max(5000 − 500, 1000) does not lower it: s = 500
       iouring_half_min: { sleepNs: 500, spinNs: 8500, cpuNs: 10_000, lateNs: 0 },
@@ -232,5 +238,54 @@ describe('properties', () => {
       expect(Math.abs(spin / n - m.spin(s))).toBeLessThan(0.01 * m.meanD);
       expect(Math.abs(late / n - m.late(s))).toBeLessThan(0.01 * m.meanD);
     }
+  });
+});
+
+describe('the block layer\'s mean rules as the kernel runs them (kernelMeanSleep)', () => {
+  const model = (fD: Dist) => new CostModel(fD, atom(1000), { switchCostNs: C_SW, latencyBudget: BUDGET });
+
+  it('QD1: the fixed point s = f·latency(s), above f·E[D] when the device oversleeps', () => {
+    const m = model(uniform(2000, 18_000));
+    for (const f of [1 / 2, 3 / 4]) {
+      const s = kernelMeanSleep(m, f);
+      expect(s).toBeGreaterThan(f * m.meanD + 200);
+      expect(s).toBeCloseTo(f * m.latency(s), 3);
+    }
+    expect(kernelMeanSleep(model(atom(10_000)), 1 / 2)).toBe(5000);
+  });
+
+  it('δ, the kernel samples\' excess over the model\'s latency, is slept at the same fraction; the timer lag is not slept', () => {
+    const k = (offsetNs: number, timerLagNs = 0) => ({ offsetNs, timerLagNs });
+    // no oversleep at these sleeps: s = f·(E[D] + δ) − lag
+    expect(kernelMeanSleep(model(atom(10_000)), 1 / 2, k(2000))).toBe(6000);
+    expect(kernelMeanSleep(model(atom(10_000)), 3 / 4, k(1000))).toBe(8250);
+    expect(kernelMeanSleep(model(atom(10_000)), 3 / 4, k(1000, 300))).toBe(7950);
+    const m = new CostModel(atom(10_000), atom(1000), { switchCostNs: C_SW, latencyBudget: BUDGET, fixedSleepNs: FIXED });
+    const rows = new Map(evaluatePolicies(m, k(1000, 300)).map((r) => [r.policy, r]));
+    expect(rows.get('blkmq_half_mean')!.sleepNs).toBe(5200);
+    expect(rows.get('three_quarter_mean')!.sleepNs).toBe(7950);
+    expect(rows.get('blkmq_fixed')!.sleepNs).toBe(FIXED - 300);
+    // the other rows do not read them
+    expect(rows.get('best_static')!.sleepNs).toBeCloseTo(9000, 3);
+    expect(rows.get('min_minus_wake')!.sleepNs).toBe(9000);
+    // a negative δ (a model latency above the kernel's mean) never sleeps below 0
+    expect(kernelMeanSleep(model(atom(10_000)), 1 / 2, k(-20_000))).toBe(0);
+  });
+
+  it('the fixed point agrees with plain iteration on random piecewise devices', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1000, max: 20_000 }), fc.integer({ min: 1, max: 30_000 }), fc.integer({ min: -3000, max: 5000 }), fc.integer({ min: 0, max: 800 }), fc.constantFrom(1 / 2, 3 / 4), (lo, w, d, lag, f) => {
+        const m = model(mixture([{ dist: uniform(lo, lo + w), weight: 1 }, { dist: atom(lo + w / 3), weight: 1 }]));
+        const s = kernelMeanSleep(m, f, { offsetNs: d, timerLagNs: lag });
+        let t = Math.max(0, f * (m.meanD + d) - lag);
+        for (let k = 0; k < 400; k++) t = Math.max(0, f * (m.latency(t) + d) - lag);
+        expect(Math.abs(s - t)).toBeLessThan(1e-6 * m.meanD);
+      }),
+      { seed: 20261206, numRuns: 200 },
+    );
+  });
+
+  it('refuses a fraction outside (0, 1)', () => {
+    expect(() => kernelMeanSleep(model(atom(10_000)), 1)).toThrow(/fraction/);
   });
 });

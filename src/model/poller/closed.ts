@@ -67,20 +67,4 @@ export function ringHalfMinSleep(models: readonly CostModel[]): number {
   return Math.max(0, est / 2);
 }
 
-/**
- * blkmq_half_mean as the kernel runs it at QD1: ½ the mean of what poll_stat records, issue →
- * completion found, which includes the oversleep: the fixed point s = ½·latency(s) (the "vicious
- * cycle"). The table's blkmq_half_mean keeps E[D]/2 (today's definition); this is for the current
- * state when the sleep is not measured.
- */
-export function kernelHalfMeanSleep(m: CostModel): number {
-  let s = m.meanD / 2;
-  for (let k = 0; k < 100; k++) {
-    const next = m.latency(s) / 2;
-    if (Math.abs(next - s) <= 1e-9 * m.meanD) return next;
-    s = next;
-  }
-  return s;
-}
-
 export const STATIC_POLICIES = ['classic', 'blkmq_half_mean', 'blkmq_fixed', 'three_quarter_mean', 'min_minus_wake', 'iouring_half_min', 'best_static'] as const satisfies readonly PolicyName[];

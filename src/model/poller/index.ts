@@ -5,5 +5,5 @@
 export * from './types.js';
 export { evaluatePoller, depthPoints, DEFAULT_SIM, MAX_DEPTH_POINTS } from './evaluate.js';
 export { simulate, type SimConfig, type SimStats, type SleepRule, type SimDevice } from './sim.js';
-export { classicCpuAtDepth, ringHalfMinSleep, kernelHalfMeanSleep, qd1Table } from './closed.js';
+export { classicCpuAtDepth, ringHalfMinSleep, qd1Table } from './closed.js';
 export { Sampler, stream } from './random.js';

@@ -2,8 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { atom, mean, uniform } from '../../../src/model/dist.js';
-import { CostModel } from '../../../src/model/policies.js';
-import { classicCpuAtDepth, depthPoints, evaluatePoller, kernelHalfMeanSleep, Sampler, simulate } from '../../../src/model/poller/index.js';
+import { classicCpuAtDepth, depthPoints, evaluatePoller, Sampler, simulate } from '../../../src/model/poller/index.js';
 import { distArb, input, NO_COST, SIM_ERAS, STAT_SEED } from './helpers.js';
 
 const sim = (over: Partial<Parameters<typeof simulate>[0]> & { fD?: ReturnType<typeof uniform> }) => {
@@ -138,14 +137,6 @@ describe('what the kernel loops do', () => {
 });
 
 describe('the block layer\'s ½ mean as the kernel runs it', () => {
-  it('QD1: the fixed point s = ½·latency(s), above E[D]/2 when the device oversleeps', () => {
-    const m = new CostModel(uniform(2000, 18_000), atom(1000), { switchCostNs: 1500, latencyBudget: 0.01 });
-    const s = kernelHalfMeanSleep(m);
-    expect(s).toBeGreaterThan(m.meanD / 2 + 200);
-    expect(s).toBeCloseTo(m.latency(s) / 2, 3);
-    expect(kernelHalfMeanSleep(new CostModel(atom(10_000), atom(1000), { switchCostNs: 1500, latencyBudget: 0.01 }))).toBe(5000);
-  });
-
   it('5.x io_uring at depth: every I/O sleeps once, longer than E[D]/2 (the mean includes the sequential sleeps)', () => {
     const r = evaluatePoller(input({ era: 'blkmq_iouring', fD: uniform(8000, 12_000), depthN: 4, current: { policy: 'blkmq_half_mean', rule: 'kernel' }, sim: { ios: 800 } }));
     expect(r.current.sleepsPerIo).toBeCloseTo(1, 9);
