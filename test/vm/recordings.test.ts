@@ -12,13 +12,16 @@ interface Report {
   kernel: { era: string; evidence: string };
   bpf: { pollPath: string };
   source: { header: { source: string; description: string } };
-  devices: { target: { device: string; current: { policy: string; sleepNs: number; sleptFraction: number }; measured: { polledIos: number; iops: number } } }[];
+  devices: { target: { device: string; current: { policy: string; sleepNs: number; sleptFraction: number }; measured: { polledIos: number; iops: number }; modelCpuErrorRatio?: number } }[];
 }
 
 function report(file: string): Report {
   const out = execFileSync(process.execPath, [resolve(ROOT, 'dist/cli.js'), 'report', '--from-recording', resolve(ROOT, 'recordings', file), '--format', 'json'], { encoding: 'utf8' });
   return JSON.parse(out) as Report;
 }
+
+/** The model's self-check on a recording of the virtual-time lab: within the VM suite's ±10 % (issue 13). */
+const SELF_CHECK_BOUND = 0.1;
 
 describe('recordings of real polling from the VM lab', () => {
   it('vm-hybrid.jsonl: a live 6.13+ guest on the fentry path, hybrid sleeps on every I/O', () => {
@@ -34,6 +37,7 @@ describe('recordings of real polling from the VM lab', () => {
     expect(t.current.policy).toBe('iouring_half_min');
     expect(t.current.sleptFraction).toBeGreaterThan(0.95);
     expect(t.current.sleepNs).toBeGreaterThan(0);
+    expect(Math.abs(t.modelCpuErrorRatio!), 'self-check').toBeLessThanOrEqual(SELF_CHECK_BOUND);
   });
 
   it('vm-legacy.jsonl: a live 5.10 guest, block-layer hybrid polling with io_poll_delay=0 (½ the poll_stat mean)', () => {
@@ -49,6 +53,7 @@ describe('recordings of real polling from the VM lab', () => {
     expect(t.current.policy).toBe('blkmq_half_mean');
     expect(t.current.sleptFraction).toBeGreaterThan(0.95);
     expect(t.current.sleepNs).toBeGreaterThan(0);
+    expect(Math.abs(t.modelCpuErrorRatio!), 'self-check').toBeLessThanOrEqual(SELF_CHECK_BOUND);
   });
 
   it('vm-classic.jsonl: the same device polled classically, no sleeps', () => {
@@ -59,5 +64,6 @@ describe('recordings of real polling from the VM lab', () => {
     expect(t.measured.polledIos).toBeGreaterThan(5_000);
     expect(t.current.policy).toBe('classic');
     expect(t.current.sleepNs).toBe(0);
+    expect(Math.abs(t.modelCpuErrorRatio!), 'self-check').toBeLessThanOrEqual(SELF_CHECK_BOUND);
   });
 });
