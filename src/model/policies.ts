@@ -281,26 +281,33 @@ export type KernelOffsets = Pick<KernelTerms, 'offsetNs' | 'timerLagNs'>;
 export const NO_KERNEL_OFFSETS: KernelOffsets = { offsetNs: 0, timerLagNs: 0 };
 
 /**
- * The block layer's mean rules as the kernel runs them: sleep a fraction f of the mean of what
- * poll_stat records (blk_mq_poll_nsecs: ½; seed 001's patch: ¾). A sample runs from the driver
- * issue to the completion found, so it holds the oversleep (the "vicious cycle"): at QD1 the kernel
- * settles where s = f·K(s) − lag, K(s) = latency(s) + δ the mean of what poll_stat records at that
- * sleep, δ what its samples hold beyond the model's latency and lag the timer's start before the
- * model's sleep start (KernelTerms; 0 where not measured). g(s) = f·K(s) − lag − s is convex (late
- * is) and decreasing (late' ≤ 1, f < 1), and g ≥ 0 at s = f·(E[D] + δ) − lag, so Newton's steps
- * from there rise to the root without overshooting it.
+ * blkmq_half_mean as the kernel runs it (blk_mq_poll_nsecs): ½ of the mean of what poll_stat
+ * records. A sample runs from the driver issue to the completion found, so it holds the oversleep
+ * (the "vicious cycle"): at QD1 the kernel settles where s = ½·K(s) − lag, K(s) = latency(s) + δ
+ * the mean of what poll_stat records at that sleep, δ what its samples hold beyond the model's
+ * latency and lag the timer's start before the model's sleep start (KernelTerms; 0 where not
+ * measured). g(s) = ½·K(s) − lag − s is convex (late is) and decreasing (late' ≤ 1), and g ≥ 0 at
+ * s = ½·(E[D] + δ) − lag, so Newton's steps from there rise to the root without overshooting it.
  */
-export function kernelMeanSleep(m: CostModel, fraction: number, k: KernelOffsets = NO_KERNEL_OFFSETS): number {
-  if (!(fraction > 0 && fraction < 1)) throw new Error(`kernelMeanSleep: fraction ${fraction} outside (0, 1)`);
-  const rule = (s: number, latency: number) => fraction * (latency + k.offsetNs) - k.timerLagNs - s;
+export function kernelHalfMeanSleep(m: CostModel, k: KernelOffsets = NO_KERNEL_OFFSETS): number {
+  const rule = (s: number, latency: number) => (latency + k.offsetNs) / 2 - k.timerLagNs - s;
   let s = Math.max(0, rule(0, m.meanD));
   for (let i = 0; i < 64 && s > 0; i++) {
     // latency'(s) = P(D < s + O): the I/Os complete by the wake-up
-    const next = s - rule(s, m.latency(s)) / (fraction * m.oversleepProbability(s) - 1);
+    const next = s - rule(s, m.latency(s)) / (m.oversleepProbability(s) / 2 - 1);
     if (!(next > s + 1e-9 * m.meanD)) return Math.max(s, next);
     s = next;
   }
   return s;
+}
+
+/**
+ * three_quarter_mean: seed 001's rule as a stock kernel can run it, io_poll_delay fixed at ¾ of the
+ * mean poll_stat shows under the ½-mean rule, ¾·K(s½) − lag (its patch made the rule itself ¾,
+ * which on a device that oversleeps there climbs further by the vicious cycle).
+ */
+export function threeQuarterMeanSleep(m: CostModel, k: KernelOffsets = NO_KERNEL_OFFSETS): number {
+  return Math.max(0, (3 / 4) * (m.latency(kernelHalfMeanSleep(m, k)) + k.offsetNs) - k.timerLagNs);
 }
 
 /** The sleep each static policy picks on this data; undefined for blkmq_fixed without a setting. */
@@ -309,11 +316,11 @@ export function policySleep(policy: Exclude<PolicyName, 'oracle'>, m: CostModel,
     case 'classic':
       return 0;
     case 'blkmq_half_mean':
-      return kernelMeanSleep(m, 1 / 2, k);
+      return kernelHalfMeanSleep(m, k);
     case 'blkmq_fixed':
       return m.params.fixedSleepNs === undefined ? undefined : Math.max(0, m.params.fixedSleepNs - k.timerLagNs);
     case 'three_quarter_mean':
-      return kernelMeanSleep(m, 3 / 4, k);
+      return threeQuarterMeanSleep(m, k);
     case 'min_minus_wake':
       return Math.max(0, m.minD - m.meanO);
     case 'iouring_half_min':

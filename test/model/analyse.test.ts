@@ -4,7 +4,7 @@ import type { BpfSnapshot, BucketHist, HistKind } from '../../src/bpf/types.js';
 import { bucketOf } from '../../src/model/buckets.js';
 import { histSum } from '../../src/model/hist.js';
 import { analyse, DEFAULT_SWITCH_COST_NS, detectPolicy } from '../../src/model/analyse.js';
-import { analysePair } from '../../src/model/pair.js';
+import { analysePair, deviceContext, pollStatMean } from '../../src/model/pair.js';
 import type { DeviceWindow, ModelTarget } from '../../src/model/types.js';
 import type { SnapshotInputs } from '../../src/snapshot/types.js';
 import { histOf, normal, prng, REAP_NS, simulatePoller, type PollerSim } from './helpers.js';
@@ -54,9 +54,8 @@ describe('analyse: the block layer\'s mean rules read the kernel\'s own mean (5.
     expect(Math.abs(t.kernel!.offsetNs - 2000)).toBeLessThan(150);
     expect(row(t, 'blkmq_half_mean').sleepNs).toBeCloseTo(t.current.sleepNs, 3);
     expect(row(t, 'blkmq_half_mean').cpuNs).toBeCloseTo(t.current.outcome.cpuNs, 3);
-    const q = row(t, 'three_quarter_mean');
-    expect(q.sleepNs).toBeCloseTo((3 / 4) * (q.latencyNs + t.kernel!.offsetNs), 3);
-    expect(q.sleepNs).toBeGreaterThan((3 / 4) * t.deviceTime.meanNs + 1000);
+    // ¾ of the same mean: io_poll_delay fixed at ¾ of what poll_stat shows under the ½-mean rule
+    expect(row(t, 'three_quarter_mean').sleepNs).toBeCloseTo((3 / 4) * 12_000, 3);
   });
 
   it('a fixed-delay window: the mean is poll_stat\'s, read with the window, and the timer lag is the setting less the requested sleeps', () => {
@@ -367,6 +366,25 @@ describe('analysePair', () => {
     expect(t.windowSeconds).toBe(10);
     expect(t.measured!.polledIos).toBe(2000);
     expect(t.current.policy).toBe('blkmq_half_mean');
+  });
+
+  it('gives the window poll_stat\'s mean at its end, over the lines with samples, weighted by them', () => {
+    const to = snap(110, 3);
+    to.host!.devices[0]!.ioPollDelay = 8;
+    to.host!.devices[0]!.pollStat = {
+      kind: 'buckets',
+      buckets: [
+        { op: 'read', sizeBytes: 4096, samples: 300, meanNs: 11_000, minNs: 9000, maxNs: 14_000 },
+        { op: 'write', sizeBytes: 4096, samples: 100, meanNs: 15_000, minNs: 12_000, maxNs: 19_000 },
+        { op: 'read', sizeBytes: 512, samples: 0 },
+      ],
+    };
+    expect(deviceContext(to, '259:0').pollStatMeanNs).toBe(12_000);
+    expect(pollStatMean({ kind: 'buckets', buckets: [{ op: 'read', sizeBytes: 512, samples: 0 }] })).toBeUndefined();
+    expect(pollStatMean({ kind: 'empty' })).toBeUndefined();
+    const [t] = analysePair(snap(100, 1), to, OPTS) as [ModelTarget];
+    expect(t.current.policy).toBe('blkmq_fixed');
+    expect(t.kernel).toMatchObject({ meanNs: 12_000, meanSource: 'poll_stat' });
   });
 
   it('returns nothing without BPF data or without elapsed time', () => {

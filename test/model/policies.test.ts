@@ -1,15 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { atom, mixture, uniform } from '../../src/model/dist.js';
-import { CostModel, evaluatePolicies, kernelMeanSleep } from '../../src/model/policies.js';
+import { CostModel, evaluatePolicies, kernelHalfMeanSleep, threeQuarterMeanSleep } from '../../src/model/policies.js';
 import type { Dist, PolicyName, PolicyOutcome } from '../../src/model/types.js';
 
 const C_SW = 1500;
 const BUDGET = 0.01;
 const FIXED = 4000; // io_poll_delay = 4 µs
-
-/** the uniform case's ¾-mean fixed point above 7 µs (see there) */
-const X34 = (1 - Math.sqrt(1 - (4 * 3 * 500) / 32_000)) / ((2 * 3) / 32_000);
 
 const table = (fD: Dist, fO: Dist, budget = BUDGET, fixed: number | null = FIXED) =>
   new Map(evaluatePolicies(new CostModel(fD, fO, { switchCostNs: C_SW, latencyBudget: budget, ...(fixed ? { fixedSleepNs: fixed } : {}) })).map((r) => [r.policy, r]));
@@ -78,14 +75,14 @@ describe('closed forms, every policy', () => {
       classic: { sleepNs: 0, cpuNs: 10_000, lateNs: 0 },
       blkmq_half_mean: { sleepNs: 5000, spinNs: 4000, cpuNs: 5500, lateNs: 0, oversleepProbability: 0 },
       blkmq_fixed: { sleepNs: 4000, spinNs: 5000, cpuNs: 6500 },
-      // the kernel's rule: s = ¾·latency(s), x = s − 7000 solves 3x²/32000 − x + 500 = 0
+      // ¾ of the mean under the ½-mean rule, which does not oversleep here: ¾ E[D]
       three_quarter_mean: {
-        sleepNs: 7000 + X34,
-        spinNs: (4000 - X34) ** 2 / 8000,
-        cpuNs: (4000 - X34) ** 2 / 8000 + C_SW,
-        lateNs: X34 ** 2 / 8000,
-        latencyNs: 10_000 + X34 ** 2 / 8000,
-        oversleepProbability: X34 / 4000,
+        sleepNs: 7500,
+        spinNs: 3500 ** 2 / 8000,
+        cpuNs: 3500 ** 2 / 8000 + C_SW,
+        lateNs: 500 ** 2 / 8000,
+        latencyNs: 10_000 + 500 ** 2 / 8000,
+        oversleepProbability: 500 / 4000,
         meetsBudget: true,
       },
       min_minus_wake: { sleepNs: 7000, spinNs: 2000, cpuNs: 3500, lateNs: 0 },
@@ -108,8 +105,8 @@ describe('closed forms, every policy', () => {
       // the kernel's rule s = ½·latency(s): s = 5000 + ¼(s − 4000), s = 16000/3 (E[D]/2 = 5000 before the oversleep)
       blkmq_half_mean: { sleepNs: 16_000 / 3, spinNs: 13_000 / 3, cpuNs: 13_000 / 3 + C_SW, lateNs: 2000 / 3, latencyNs: 32_000 / 3, oversleepProbability: 0.5, meetsBudget: false },
       blkmq_fixed: { sleepNs: 4000, spinNs: 5000, cpuNs: 6500, lateNs: 0, oversleepProbability: 0.5, meetsBudget: true },
-      // s = ¾(10000 + ½(s − 4000)): s = 9600
-      three_quarter_mean: { sleepNs: 9600, spinNs: 2200, cpuNs: 3700, lateNs: 2800, meetsBudget: false },
+      // ¾ of the ½-mean rule's mean latency(16000/3) = 32000/3: s = 8000
+      three_quarter_mean: { sleepNs: 8000, spinNs: 3000, cpuNs: 4500, lateNs: 2000, latencyNs: 12_000, meetsBudget: false },
       min_minus_wake: { sleepNs: 4000, spinNs: 5000, cpuNs: 6500, lateNs: 0 },
       // 10000 → max(5000 − 5000, 1000) = 1000 → max(5000 − 500, 1000) does not lower it: s = 500
       iouring_half_min: { sleepNs: 500, spinNs: 8500, cpuNs: 10_000, lateNs: 0 },
@@ -241,25 +238,25 @@ describe('properties', () => {
   });
 });
 
-describe('the block layer\'s mean rules as the kernel runs them (kernelMeanSleep)', () => {
+describe('the block layer\'s mean rules as the kernel runs them', () => {
   const model = (fD: Dist) => new CostModel(fD, atom(1000), { switchCostNs: C_SW, latencyBudget: BUDGET });
+  const k = (offsetNs: number, timerLagNs = 0) => ({ offsetNs, timerLagNs });
 
-  it('QD1: the fixed point s = f·latency(s), above f·E[D] when the device oversleeps', () => {
+  it('½ mean at QD1: the fixed point s = ½·latency(s), above E[D]/2 when the device oversleeps', () => {
     const m = model(uniform(2000, 18_000));
-    for (const f of [1 / 2, 3 / 4]) {
-      const s = kernelMeanSleep(m, f);
-      expect(s).toBeGreaterThan(f * m.meanD + 200);
-      expect(s).toBeCloseTo(f * m.latency(s), 3);
-    }
-    expect(kernelMeanSleep(model(atom(10_000)), 1 / 2)).toBe(5000);
+    const s = kernelHalfMeanSleep(m);
+    expect(s).toBeGreaterThan(m.meanD / 2 + 200);
+    expect(s).toBeCloseTo(m.latency(s) / 2, 3);
+    expect(kernelHalfMeanSleep(model(atom(10_000)))).toBe(5000);
+    // ¾ mean is io_poll_delay fixed at ¾ of that mean, not a fixed point of its own
+    expect(threeQuarterMeanSleep(m)).toBeCloseTo((3 / 4) * m.latency(s), 6);
   });
 
-  it('δ, the kernel samples\' excess over the model\'s latency, is slept at the same fraction; the timer lag is not slept', () => {
-    const k = (offsetNs: number, timerLagNs = 0) => ({ offsetNs, timerLagNs });
+  it('δ, the kernel samples\' excess over the model\'s latency, is slept at the rule\'s fraction; the timer lag is not slept', () => {
     // no oversleep at these sleeps: s = f·(E[D] + δ) − lag
-    expect(kernelMeanSleep(model(atom(10_000)), 1 / 2, k(2000))).toBe(6000);
-    expect(kernelMeanSleep(model(atom(10_000)), 3 / 4, k(1000))).toBe(8250);
-    expect(kernelMeanSleep(model(atom(10_000)), 3 / 4, k(1000, 300))).toBe(7950);
+    expect(kernelHalfMeanSleep(model(atom(10_000)), k(2000))).toBe(6000);
+    expect(threeQuarterMeanSleep(model(atom(10_000)), k(1000))).toBe(8250);
+    expect(threeQuarterMeanSleep(model(atom(10_000)), k(1000, 300))).toBe(7950);
     const m = new CostModel(atom(10_000), atom(1000), { switchCostNs: C_SW, latencyBudget: BUDGET, fixedSleepNs: FIXED });
     const rows = new Map(evaluatePolicies(m, k(1000, 300)).map((r) => [r.policy, r]));
     expect(rows.get('blkmq_half_mean')!.sleepNs).toBe(5200);
@@ -269,23 +266,20 @@ describe('the block layer\'s mean rules as the kernel runs them (kernelMeanSleep
     expect(rows.get('best_static')!.sleepNs).toBeCloseTo(9000, 3);
     expect(rows.get('min_minus_wake')!.sleepNs).toBe(9000);
     // a negative δ (a model latency above the kernel's mean) never sleeps below 0
-    expect(kernelMeanSleep(model(atom(10_000)), 1 / 2, k(-20_000))).toBe(0);
+    expect(kernelHalfMeanSleep(model(atom(10_000)), k(-20_000))).toBe(0);
+    expect(threeQuarterMeanSleep(model(atom(10_000)), k(-20_000))).toBe(0);
   });
 
   it('the fixed point agrees with plain iteration on random piecewise devices', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1000, max: 20_000 }), fc.integer({ min: 1, max: 30_000 }), fc.integer({ min: -3000, max: 5000 }), fc.integer({ min: 0, max: 800 }), fc.constantFrom(1 / 2, 3 / 4), (lo, w, d, lag, f) => {
+      fc.property(fc.integer({ min: 1000, max: 20_000 }), fc.integer({ min: 1, max: 30_000 }), fc.integer({ min: -3000, max: 5000 }), fc.integer({ min: 0, max: 800 }), (lo, w, d, lag) => {
         const m = model(mixture([{ dist: uniform(lo, lo + w), weight: 1 }, { dist: atom(lo + w / 3), weight: 1 }]));
-        const s = kernelMeanSleep(m, f, { offsetNs: d, timerLagNs: lag });
-        let t = Math.max(0, f * (m.meanD + d) - lag);
-        for (let k = 0; k < 400; k++) t = Math.max(0, f * (m.latency(t) + d) - lag);
+        const s = kernelHalfMeanSleep(m, { offsetNs: d, timerLagNs: lag });
+        let t = Math.max(0, (m.meanD + d) / 2 - lag);
+        for (let i = 0; i < 400; i++) t = Math.max(0, (m.latency(t) + d) / 2 - lag);
         expect(Math.abs(s - t)).toBeLessThan(1e-6 * m.meanD);
       }),
       { seed: 20261206, numRuns: 200 },
     );
-  });
-
-  it('refuses a fraction outside (0, 1)', () => {
-    expect(() => kernelMeanSleep(model(atom(10_000)), 1)).toThrow(/fraction/);
   });
 });

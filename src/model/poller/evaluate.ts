@@ -2,7 +2,7 @@
 // measured depth: today's QD1 closed forms where they hold (depth 1 on one device, sync jobs),
 // the seeded simulation elsewhere, with common random numbers so policies are compared on the
 // same I/Os. Pure.
-import { CostModel, kernelMeanSleep, policySleep } from '../policies.js';
+import { CostModel, kernelHalfMeanSleep, policySleep } from '../policies.js';
 import { mean, totalMass } from '../dist.js';
 import type { Dist } from '../types.js';
 import { fromQd1, qd1Table, ringHalfMinSleep, STATIC_POLICIES } from './closed.js';
@@ -136,7 +136,7 @@ function currentSleepClosed(ctx: Ctx): number {
   if (current.rule === 'none') return 0;
   if (current.rule === 'static') return current.sleepNs!;
   if (current.policy === 'blkmq_fixed') return ctx.input.devices[0]!.fixedSleepNs ?? 0;
-  if (current.policy === 'blkmq_half_mean') return kernelMeanSleep(m, 1 / 2);
+  if (current.policy === 'blkmq_half_mean') return kernelHalfMeanSleep(m);
   return ringHalfMinSleep(ctx.models);
 }
 
