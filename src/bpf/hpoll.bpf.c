@@ -85,8 +85,9 @@ struct {
 	__type(value, struct hist);
 } zero_hist SEC(".maps");
 
-/* fentry path, per device: all its series in one value (hpoll.h), atomic adds as in `hists`.
- * Preallocated: 64 devices x 11.8 KB; a device beyond them uses `hists`. */
+/* Per polled device: all its series in one value (hpoll.h), atomic adds as in `hists`; the
+ * fentry path's records and the tracepoint path's per-completion ones. Preallocated: 64 devices x
+ * 11.8 KB; a device beyond them uses `hists`. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 64);
@@ -470,26 +471,6 @@ static __always_inline void busy_close(struct task_st *st)
 		return;
 	st->t_busy = st->t_run = 0;
 	__sync_fetch_and_add(&busy_tasks, -1);
-}
-
-/*
- * One record per polled completion in the task: spin = on-CPU time since the last wake-up (all of
- * it when nothing slept since the previous record), iopoll = all on-CPU time since the previous
- * record + the off-CPU time of the hybrid sleeps in it. So, as on the fentry path,
- * iopoll - offcpu - spin is the on-CPU time before the wake-ups (the model's c_sw per sleep), and
- * iopoll - offcpu is all of the window's on-CPU time. At QD1 a record is one I/O's window (issue
- * -> completion); with several I/Os in flight a completion gets the time since the previous one,
- * so the totals close (sum = the busy on-CPU time) while the per-I/O split is approximate.
- */
-static __always_inline void busy_record(struct task_st *st, u32 dev, u64 now)
-{
-	u64 cpu = busy_now(st, now);
-
-	hist_add(dev, HK_SPIN, cpu > st->cpu_woke ? cpu - st->cpu_woke : 0);
-	hist_add(dev, HK_IOPOLL, cpu + st->busy_off);
-	st->busy_cpu = st->cpu_woke = st->busy_off = 0;
-	if (st->t_run)
-		st->t_run = now;
 }
 
 /* REQ_POLLED (5.16+) or REQ_HIPRI (older): the bit number differs per kernel */
@@ -896,9 +877,31 @@ static __always_inline void depth_sample(struct dev_ctr *dc, const struct task_s
 	dc->inflight_sum += st->inflight;
 }
 
+/*
+ * One record per polled completion in the task: spin = on-CPU time since the last wake-up (all of
+ * it when nothing slept since the previous record), iopoll = all on-CPU time since the previous
+ * record + the off-CPU time of the hybrid sleeps in it. So, as on the fentry path,
+ * iopoll - offcpu - spin is the on-CPU time before the wake-ups (the model's c_sw per sleep), and
+ * iopoll - offcpu is all of the window's on-CPU time. At QD1 a record is one I/O's window (issue
+ * -> completion); with several I/Os in flight a completion gets the time since the previous one,
+ * so the totals close (sum = the busy on-CPU time) while the per-I/O split is approximate.
+ * d: the device's block in `fdev` (NULL: `hists`).
+ */
+static __always_inline void busy_record(struct task_st *st, struct dev_hists *d, u32 dev, u64 now)
+{
+	u64 cpu = busy_now(st, now);
+
+	fhist_add(d, dev, HK_SPIN, cpu > st->cpu_woke ? cpu - st->cpu_woke : 0);
+	fhist_add(d, dev, HK_IOPOLL, cpu + st->busy_off);
+	st->busy_cpu = st->cpu_woke = st->busy_off = 0;
+	if (st->t_run)
+		st->t_run = now;
+}
+
 /* tracepoint path: first polled completion in a task after its sleep. Device time is only
- * observable as wake -> found; found within calib_pct of the shortest such time = first poll. */
-static __always_inline void classify_tp(struct task_st *st, u32 dev, u64 now, u64 issued)
+ * observable as wake -> found; found within calib_pct of the shortest such time = first poll.
+ * d: the device's block in `fdev` (NULL: `hists`). */
+static __always_inline void classify_tp(struct task_st *st, struct dev_hists *d, u32 dev, u64 now, u64 issued)
 {
 	u64 woke = st->t_on ? st->t_on : st->t_sleep;
 	u64 post = now > woke ? now - woke : 0;
@@ -907,10 +910,10 @@ static __always_inline void classify_tp(struct task_st *st, u32 dev, u64 now, u6
 	bool slept_through = true;
 	struct hist *h;
 
-	flush_sleep(st, NULL, dev, issued, st->t_sleep);
+	flush_sleep(st, d, dev, issued, st->t_sleep);
 	/* wake-up -> completion, the quantity the fentry path has in aux0/aux1 too; the spin sample
 	 * itself (on-CPU after the wake-up) is the busy window's, busy_record() */
-	h = hist_get(dev, HK_SPIN);
+	h = d ? &d->h[HK_SPIN] : hist_get(dev, HK_SPIN);
 	if (h) {
 		__sync_fetch_and_add(&h->aux0, post);
 		__sync_fetch_and_add(&h->aux1, 1);
@@ -920,7 +923,7 @@ static __always_inline void classify_tp(struct task_st *st, u32 dev, u64 now, u6
 			cal->min_found_ns = post;
 		slept_through = post * 100 <= cal->min_found_ns * calib_pct;
 	}
-	record_found(NULL, dev, cal, slept_through, now > issued ? now - issued : 0, issued, woke);
+	record_found(d, dev, cal, slept_through, now > issued ? now - issued : 0, issued, woke);
 	if (dc)
 		dc->calibrated++;
 	st->t_sleep = 0;
@@ -948,6 +951,7 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 				       const bool btf)
 {
 	u64 ts = RD(btf, rq, start_time_ns), now;
+	struct dev_hists *fd;
 	struct task_st *st;
 	struct dev_ctr *dc;
 	u32 dev, tid, w = 1;
@@ -1016,10 +1020,13 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 		st->inflight--;
 	st->t_polled = now;
 	st->dev = dev;
+	/* the device's series in one block, one lookup for all of this completion's records (as
+	 * the fentry path has them) instead of one per histogram */
+	fd = (st->t_sleep && !st->test) || st->t_busy ? fdev_get(dev) : NULL;
 	if (st->t_sleep && !st->test)
-		classify_tp(st, dev, now, rq_origin(rq, ts, btf));
+		classify_tp(st, fd, dev, now, rq_origin(rq, ts, btf));
 	if (st->t_busy) {
-		busy_record(st, dev, now);
+		busy_record(st, fd, dev, now);
 		if (!st->inflight)
 			busy_close(st);
 	}

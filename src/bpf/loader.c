@@ -396,9 +396,6 @@ static struct hpoll *attempt(bool issue_arg1)
 	skel->rodata->test_tgid = opt.test_tgid;
 	skel->rodata->calib_pct = opt.calib_pct;
 	skel->data->sample_n = opt.sample;
-	/* the per-device blocks of the fentry path (11.8 KB each, preallocated) are unused otherwise */
-	if (!fentry)
-		bpf_map__set_max_entries(skel->maps.fdev, 1);
 	bpf_object__for_each_program(p, skel->obj) {
 		struct logical *l = find_prog(bpf_program__name(p), &vi);
 
