@@ -306,8 +306,8 @@ export function kernelHalfMeanSleep(m: CostModel, k: KernelOffsets = NO_KERNEL_O
  * mean poll_stat shows under the ½-mean rule, ¾·K(s½) − lag (its patch made the rule itself ¾,
  * which on a device that oversleeps there climbs further by the vicious cycle).
  */
-export function threeQuarterMeanSleep(m: CostModel, k: KernelOffsets = NO_KERNEL_OFFSETS): number {
-  return Math.max(0, (3 / 4) * (m.latency(kernelHalfMeanSleep(m, k)) + k.offsetNs) - k.timerLagNs);
+export function threeQuarterMeanSleep(m: CostModel, k: KernelOffsets = NO_KERNEL_OFFSETS, halfLatencyNs = m.latency(kernelHalfMeanSleep(m, k))): number {
+  return Math.max(0, (3 / 4) * (halfLatencyNs + k.offsetNs) - k.timerLagNs);
 }
 
 /** The sleep each static policy picks on this data; undefined for blkmq_fixed without a setting. */
@@ -336,7 +336,10 @@ const STATIC = POLICIES.filter((p): p is Exclude<PolicyName, 'oracle'> => p !== 
 export function evaluatePolicies(m: CostModel, k: KernelOffsets = NO_KERNEL_OFFSETS): PolicyOutcome[] {
   const rows: PolicyOutcome[] = [];
   for (const policy of STATIC) {
-    const s = policySleep(policy, m, k);
+    // ¾ mean from the ½-mean row's latency, already evaluated (POLICIES has it first): the
+    // evaluations of F_D and F_O are the model's bulk at 64 devices
+    const half = rows.find((r) => r.policy === 'blkmq_half_mean');
+    const s = policy === 'three_quarter_mean' && half ? threeQuarterMeanSleep(m, k, half.latencyNs) : policySleep(policy, m, k);
     if (s !== undefined) rows.push({ policy, ...m.outcome(s) });
   }
   rows.push({ policy: 'oracle', ...oracleOutcome(m) });
