@@ -16,10 +16,6 @@ export interface OpenCheck {
   cause: string;
 }
 
-// Measured since the block layer's rows sleep by the kernel's own mean (full profile, 2026-12-06 21:52; every L6 row of seed001 passes):
-const LEGACY_CENSORED =
-  "fed the min − wake run, where every slept I/O is found complete at its wake-up (censored), E[D] is the found time, an upper bound (L7: +14 … +21 % on seed004), so the rows that sleep less than that run did spin for device time that is not there: classic +12.6 %, ½ mean +11.9 % (seed004 hpdrive; fed the ½- and ¾-mean runs −3.4 / +6.0 % and −4.9 / +4.7 %) (issue 13)";
-
 // Measured on the virtual-time runs of the model at depth (issue 15; since 2026-12-04 F_D is deconvolved from rq_lat):
 const DEPTH_FD =
   'at depth every slept I/O on this fixed-time device is found complete at its wake-up (censored: 1994 of 1997 at QD4, 249 of 249 at QD16, 61 of 61 at QD64), so the found times bound D from above only. F_D is deconvolved from the rq_lat histogram with the simulated poller\'s wait as the kernel, its mean then fitted to rq_lat\'s (src/model/depth.ts fitDeviceTime, deconvolve.ts); where every I/O is found at the wake-up rq_lat barely depends on how D is spread, so D is not identified (on the 20/100 µs two-point device, where some I/Os are spun for, E[D] is within +3.5 %). The CPU figures built on it hold: self-check and classic prediction pass at every depth (issue 15)';
@@ -35,7 +31,7 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
   },
   {
     id: '4 unchanged', scenario: /^qd1-(fixed50|twopoint)$/, title: /^hybrid under tracepoint/,
-    cause: 'the full profile\'s tracepoint path (not in the CI profile) at QD1, 2026-12-03 14:10: hybrid poller CPU +8.0 % and IOPS −5.1 % (qd1-fixed50), CPU +5.1 % (qd1-twopoint), where the fentry path passes on the same runs (issue 16 moved the fentry path\'s loop-end work off the poller\'s path; the tracepoint path\'s per-sleep programs, sched_switch / sched_wakeup / hrtimer_start and rq_complete\'s classification, were not changed). Cause suspected, not measured per program on this path (issue 16)',
+    cause: 'the full profile\'s tracepoint path (not in the CI profile) at QD1: hybrid poller CPU +6.0 % (qd1-fixed50; qd1-twopoint passes), 2026-12-06 22:11 session, since a slept completion takes one fdev lookup (2026-12-03: +8.0 % and IOPS −5.1 %, qd1-twopoint +5.1 %), where the fentry path passes on the same runs (issue 16 moved the fentry path\'s loop-end work off the poller\'s path; the tracepoint path\'s per-sleep programs, sched_switch / sched_wakeup / hrtimer_start and rq_complete\'s classification, were not changed). Cause suspected, not measured per program on this path (issue 16)',
   },
   {
     id: '4 totals', scenario: /^(qd4-fixed50|qd16-fixed50|qd64-fixed50|qd4-twopoint|qd1-nvme)$/, title: /^hybrid: spin after sleeps/,
@@ -56,13 +52,11 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
   },
   {
     id: 'L5 cpu', scenario: /^legacy seed004 hpdrive$/,
-    cause: "seed004's device (uniform 27–33 µs) in the full profile, 2026-12-06 21:52: classic +5.1 %, ½ mean −3.6 %, ¾ mean −5.3 %, min − wake −5.2 % (seed001 passes: classic +3.5 %). The classic run's overshoot is the exporter's busy window holding what hpdrive's wait phase does not (the end of the submit call, hpdrive's clock reads: ≈ 1.8 µs per I/O, docs/validation-legacy.md cause 5); the sleeping rows below −5 % are not explained (suspected: the completion-edge BPF added to the exporter's figure, 3.96 µs/IO there, is an estimate from run counts) (issue 13)",
+    cause: "seed004's device (uniform 27–33 µs) in the full profile, 2026-12-06 22:35: classic +5.2 %, ½ mean −3.9 %, ¾ mean −5.8 %, min − wake −5.9 % (seed001 passes: classic +3.6 %). The classic run's overshoot is the exporter's busy window holding what hpdrive's wait phase does not (the end of the submit call, hpdrive's clock reads: ≈ 1.8 µs per I/O, docs/validation-legacy.md cause 5); the sleeping rows below −5 % are not explained (suspected: the completion-edge BPF added to the exporter's figure, 2.1–2.2 µs/IO there, is the program's whole run time, part of which the busy window already holds) (issue 13)",
   },
-  { id: 'L6 model classic', scenario: /^legacy seed004 hpdrive$/, cause: LEGACY_CENSORED },
-  { id: 'L6 model ½ mean', scenario: /^legacy seed004 hpdrive$/, cause: LEGACY_CENSORED },
   {
-    id: 'L6 model ¾ mean', scenario: /^legacy seed004 /,
-    cause: "on seed004's device the ¾-mean delay (26 µs) wakes the poller at about the device's time (s + O ≈ 30 µs against D of 27–33 µs plus the completion path), where the poll loop spins 1–2 µs per I/O and every 0.5 µs of D or O moves it by a third. Fed the ½-mean run the row sleeps what the ¾ run slept (25.70 vs 25.68 µs, hpdrive) but predicts 5.79 µs/IO where the model fed the ¾ run itself gives 6.82 (its self-check +0.1 %): −22.5 % against hpdrive's target (of it −8.8 % the exporter against hpdrive's figures, L5), fio −6.7 % (passes); the cross-run gap at the same sleep is not found (F_O or the upper tail of F_D differ between the two runs, not measured). Fed the censored ¾ and min − wake runs the row sleeps 28–30 µs (E[D] is the found time there): −33 … −35 % hpdrive, −10 … −13 % fio (issue 13)",
+    id: 'L6 model ¾ mean', scenario: /^legacy seed004 hpdrive$/,
+    cause: "on seed004's device the ¾-mean delay (25–26 µs) wakes the poller at about the device's time (s + O ≈ 30 µs against D of 27–33 µs plus the completion path), where the poll loop spins 1–2 µs per I/O and every 0.5 µs of D or O moves it by a third: fed the ½ / ¾ / min − wake runs −18.0 / −16.0 / −25.4 % (full profile 2026-12-06 22:35; 21:52, before the tracepoint path's cheaper completion: −22.5 / −35.1 / −33.2 %), of which −8.5 % is the exporter against hpdrive's own figures (the fixed row at the same sleep: −2.4 / −8.5 %, L5 above). Fed the ½-mean run at 21:52 the row slept what the ¾ run slept (25.70 vs 25.68 µs) but predicted 5.79 µs/IO where the model fed the ¾ run itself gave 6.82: a cross-run gap at one sleep, not found (F_O or the upper tail of F_D differ between the runs; not measured). fio passes (−0.3 / −3.2 / −1.8 %) (issue 13)",
   },
   {
     id: 'L7 device time', scenario: /^legacy /,
@@ -70,7 +64,7 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
   },
   {
     id: 'L8 unchanged', scenario: /^legacy /,
-    cause: 'the tracepoint programs cost ≈ 5.9 µs per hybrid I/O in virtual time, and rq_complete runs before the kernel timestamps its poll_stat sample, so tracing lengthens the adaptive sleep itself (docs/validation-legacy.md, cause 3; issue 16)',
+    cause: 'the tracepoint programs cost ≈ 4.2 µs per hybrid I/O in virtual time (2026-12-06, bpf_stats: rq_complete 2.13–2.27, sched_switch 0.68 for both edges, rq_issue 0.58, hrtimer_start 0.55, sched_wakeup 0.29 µs; 5.9 before the slept completion took one fdev lookup), and rq_complete runs before the kernel timestamps its poll_stat sample, so tracing lengthens the adaptive sleep itself: poller CPU +7.4 / +7.5 % (seed001 hpdrive / fio), +11.2 / +11.0 % (seed004), full profile 22:35 (before: +10.1 / +10.0, +15.4 / +15.3 %) (docs/validation-legacy.md, cause 4; issue 16)',
   },
 ];
 
