@@ -900,13 +900,13 @@ static __always_inline void busy_record(struct task_st *st, struct dev_hists *d,
 
 /* tracepoint path: first polled completion in a task after its sleep. Device time is only
  * observable as wake -> found; found within calib_pct of the shortest such time = first poll.
- * d: the device's block in `fdev` (NULL: `hists`). */
-static __always_inline void classify_tp(struct task_st *st, struct dev_hists *d, u32 dev, u64 now, u64 issued)
+ * d: the device's block in `fdev` (NULL: `hists`); dc: its counters (NULL: not found). */
+static __always_inline void classify_tp(struct task_st *st, struct dev_hists *d, struct dev_ctr *dc, u32 dev,
+					u64 now, u64 issued)
 {
 	u64 woke = st->t_on ? st->t_on : st->t_sleep;
 	u64 post = now > woke ? now - woke : 0;
 	struct dev_calib *cal = calib_get(dev);
-	struct dev_ctr *dc = dev_ctr_get(dev);
 	bool slept_through = true;
 	struct hist *h;
 
@@ -951,9 +951,9 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 				       const bool btf)
 {
 	u64 ts = RD(btf, rq, start_time_ns), now;
+	struct dev_ctr *dc = NULL;
 	struct dev_hists *fd;
 	struct task_st *st;
-	struct dev_ctr *dc;
 	u32 dev, tid, w = 1;
 	bool polled, slotted;
 
@@ -1004,7 +1004,8 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 	 */
 	if (st->wait_open) {
 		st->wait_open = 0;
-		dc = dev_ctr_get(dev);
+		if (!dc)
+			dc = dev_ctr_get(dev);
 		if (dc)
 			depth_sample(dc, st);
 	}
@@ -1024,7 +1025,7 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
 	 * the fentry path has them) instead of one per histogram */
 	fd = (st->t_sleep && !st->test) || st->t_busy ? fdev_get(dev) : NULL;
 	if (st->t_sleep && !st->test)
-		classify_tp(st, fd, dev, now, rq_origin(rq, ts, btf));
+		classify_tp(st, fd, dc ? dc : dev_ctr_get(dev), dev, now, rq_origin(rq, ts, btf));
 	if (st->t_busy) {
 		busy_record(st, fd, dev, now);
 		if (!st->inflight)

@@ -53,4 +53,5 @@ fi
 NODE=node; [ -x /opt/hp/bin/node ] && NODE=/opt/hp/bin/node
 # No background V8 threads and no memory reducer (a GC timed some seconds after the last
 # allocation): under icount the agent's GC work landing in a measured run slows the poller's clock.
-exec $NODE --single-threaded --no-memory-reducer /opt/hp/guest/agent.mjs
+# --expose-gc: /settle collects before a run, so that no collection is due during it.
+exec $NODE --single-threaded --no-memory-reducer --expose-gc /opt/hp/guest/agent.mjs
