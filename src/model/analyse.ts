@@ -258,7 +258,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
     const d = analyseAtDepth({
       era, device: w.device, meanDepth: inFlight, fD: dt.dist, fO: calibratedDist(w.hists.wake_ovh) ?? fO,
       sleepOnCpuNs: csw.source === 'measured' ? Math.max(0, csw.ns - wakeLatNs) : 0, switchCostNs: csw.ns, latencyBudget: opts.latencyBudget,
-      ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}), ...(costs ?? pollerCosts({})), current, qd1: qd1Policies,
+      ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}), ...(kernel ? { kernel } : {}), ...(costs ?? pollerCosts({})), current, qd1: qd1Policies,
       ...(w.hists.rq_lat && w.hists.rq_lat.count > 0 ? { rqLatMeanNs: w.hists.rq_lat.sumNs / w.hists.rq_lat.count, rqLatBuckets: w.hists.rq_lat.buckets } : {}),
     });
     ({ policies, classicCpuNs, depth, current } = d);

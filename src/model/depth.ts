@@ -6,6 +6,7 @@ import { parseRelease } from '../sources/era.js';
 import { evaluatePoller, Sampler, simulate, type CurrentPoller, type PollerEra, type PollerOutcome, type PollerResult, type SleepRule, type SubmissionPattern } from './poller/index.js';
 import { deconvolveDeviceTime } from './deconvolve.js';
 import { mean } from './dist.js';
+import type { KernelOffsets } from './policies.js';
 import type { CurrentState, DepthState, Dist, PolicyOutcome } from './types.js';
 
 /**
@@ -330,6 +331,8 @@ export interface AtDepthInput {
   switchCostNs: number;
   latencyBudget: number;
   fixedSleepNs?: number;
+  /** the block layer's δ and timer lag (analyse.ts kernelTermsOf), for its rules */
+  kernel?: KernelOffsets;
   /** pollerCosts(): the poller's time between loops (per call, per I/O, after the issue), its completion work in the loop, a finding poll call */
   callNs: number;
   submitNs: number;
@@ -368,13 +371,13 @@ export function analyseAtDepth(a: AtDepthInput): AtDepth {
   const fit = simEra
     ? fitDeviceTime({
         era: simEra, depth: Math.max(1, Math.round(a.meanDepth)), fD: a.fD, fO: a.fO, sleepOnCpuNs: a.sleepOnCpuNs, switchCostNs: a.switchCostNs,
-        submission, rule: simRule(current, a.fD, a.fixedSleepNs),
+        submission, rule: simRule(current, a.fD, a.fixedSleepNs === undefined ? undefined : a.fixedSleepNs - (a.kernel?.timerLagNs ?? 0)),
         ...(a.rqLatMeanNs !== undefined ? { rqLatMeanNs: a.rqLatMeanNs } : {}), ...(a.rqLatBuckets ? { rqLatBuckets: a.rqLatBuckets } : {}),
       })
     : { fD: a.fD, shiftNs: 0 };
   const r: PollerResult = evaluatePoller({
     era: a.era,
-    devices: [{ device: a.device, fD: fit.fD, share: 1, ...(a.fixedSleepNs !== undefined ? { fixedSleepNs: a.fixedSleepNs } : {}) }],
+    devices: [{ device: a.device, fD: fit.fD, share: 1, ...(a.fixedSleepNs !== undefined ? { fixedSleepNs: a.fixedSleepNs } : {}), ...(a.kernel ? { kernel: a.kernel } : {}) }],
     fO: a.fO,
     sleepOnCpuNs: a.sleepOnCpuNs,
     switchCostNs: a.switchCostNs,

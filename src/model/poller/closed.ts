@@ -1,6 +1,6 @@
 // Closed forms: where the poller at depth has one, and the kernel rules' limits. At depth 1 these
 // ARE today's QD1 forms (src/model/policies.ts): the outcome rows come from CostModel unchanged.
-import { evaluatePolicies, type CostModel, type Outcome } from '../policies.js';
+import { evaluatePolicies, type CostModel, type KernelOffsets, type Outcome } from '../policies.js';
 import type { PolicyName } from '../types.js';
 import type { PollerOutcome, SubmissionPattern } from './types.js';
 
@@ -27,8 +27,8 @@ export function fromQd1(policy: PollerOutcome['policy'], o: Outcome, sleepsPerIo
 }
 
 /** Today's what-if table at QD1, as PollerOutcomes (oracle: sleeps when D > c_sw). */
-export function qd1Table(m: CostModel, device: string, sub: SubmissionPattern): PollerOutcome[] {
-  return evaluatePolicies(m).map((row) => {
+export function qd1Table(m: CostModel, device: string, sub: SubmissionPattern, k?: KernelOffsets): PollerOutcome[] {
+  return evaluatePolicies(m, k).map((row) => {
     const { policy, ...o } = row;
     // the oracle's switch CPU is P(D > c)·c_sw: its sleeps per I/O are that share
     const c = m.params.switchCostNs;

@@ -8,7 +8,7 @@ import type { Dist } from '../types.js';
 import { fromQd1, qd1Table, ringHalfMinSleep, STATIC_POLICIES } from './closed.js';
 import { Sampler } from './random.js';
 import { simulate, type SimConfig, type SimStats, type SleepRule } from './sim.js';
-import type { PollerInput, PollerOutcome, PollerResult, SimOptions } from './types.js';
+import type { PollerDevice, PollerInput, PollerOutcome, PollerResult, SimOptions } from './types.js';
 
 /** ios: simulated I/Os per poller, split over its depth points (at least MIN_POINT_IOS each) */
 export const DEFAULT_SIM: SimOptions = { seed: 1, ios: 1500 };
@@ -94,6 +94,11 @@ interface Ctx {
   sim: SimOptions;
 }
 
+/** A device's io_poll_delay as its sleeps last from the sleep start BPF sees (less the timer lag). */
+function fixedSleep(d: PollerDevice): number | undefined {
+  return d.fixedSleepNs === undefined ? undefined : Math.max(0, d.fixedSleepNs - (d.kernel?.timerLagNs ?? 0));
+}
+
 /** The sleep per device each static policy picks; undefined when it cannot (blkmq_fixed without a setting). */
 function staticSleeps(ctx: Ctx, policy: StaticPolicy): number[] | undefined {
   const { models, input } = ctx;
@@ -102,10 +107,10 @@ function staticSleeps(ctx: Ctx, policy: StaticPolicy): number[] | undefined {
     return models.map(() => s);
   }
   if (policy === 'blkmq_fixed') {
-    const v = input.devices.map((d) => d.fixedSleepNs);
+    const v = input.devices.map(fixedSleep);
     return v.every((x) => x !== undefined && x > 0) ? (v as number[]) : undefined;
   }
-  const v = models.map((m) => policySleep(policy, m));
+  const v = models.map((m, i) => policySleep(policy, m, input.devices[i]!.kernel));
   return v.every((x) => x !== undefined) ? (v as number[]) : undefined;
 }
 
@@ -115,7 +120,7 @@ function closedForm(ctx: Ctx): PollerResult {
   const m = ctx.models[0]!;
   const device = input.devices[0]!.device;
   const sub = input.submission;
-  const table = qd1Table(m, device, sub);
+  const table = qd1Table(m, device, sub, input.devices[0]!.kernel);
   const best = table.find((r) => r.policy === 'best_static')!;
   const oracle = table.find((r) => r.policy === 'oracle')!;
   const base = { era: input.era, method: 'closed_form' as const, depthPoints: [{ depth: 1, ioShare: 1 }], policies: table, best, oracle, meanDeviceNs: ctx.meanD };
@@ -135,8 +140,8 @@ function currentSleepClosed(ctx: Ctx): number {
   const m = ctx.models[0]!;
   if (current.rule === 'none') return 0;
   if (current.rule === 'static') return current.sleepNs!;
-  if (current.policy === 'blkmq_fixed') return ctx.input.devices[0]!.fixedSleepNs ?? 0;
-  if (current.policy === 'blkmq_half_mean') return kernelHalfMeanSleep(m);
+  if (current.policy === 'blkmq_fixed') return fixedSleep(ctx.input.devices[0]!) ?? 0;
+  if (current.policy === 'blkmq_half_mean') return kernelHalfMeanSleep(m, ctx.input.devices[0]!.kernel);
   return ringHalfMinSleep(ctx.models);
 }
 
@@ -270,7 +275,7 @@ function simulated(ctx: Ctx): PollerResult {
     current = runAll({ kind: 'ring_min' });
     // the ring's minimum over its life sees every depth: the smallest of the points'
     kernelEstimateNs = Math.min(...current.map((c) => c.hybridPollTimeNs ?? Infinity));
-  } else if (cur.policy === 'blkmq_fixed') current = runAll({ kind: 'static', sleepNs: input.devices.map((d) => d.fixedSleepNs ?? 0) });
+  } else if (cur.policy === 'blkmq_fixed') current = runAll({ kind: 'static', sleepNs: input.devices.map((d) => fixedSleep(d) ?? 0) });
   else {
     // ½ the mean issue → found of the previous window, per device and depth point, towards its
     // fixed point (the rounds before the last on a third of the I/Os: they only move the sleep)

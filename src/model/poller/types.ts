@@ -1,4 +1,5 @@
 // Plain data in and out of the poller model at any depth (README.md in this folder). Times in ns.
+import type { KernelOffsets } from '../policies.js';
 import type { Dist, PolicyName } from '../types.js';
 
 /**
@@ -24,6 +25,8 @@ export interface PollerDevice {
   share: number;
   /** blkmq_fixed: io_poll_delay of this device in ns, when > 0 */
   fixedSleepNs?: number;
+  /** the block layer's δ and timer lag measured on this device (KernelTerms): its rules sleep by them; none: 0 */
+  kernel?: KernelOffsets;
 }
 
 /** How the application submits and reaps: a closed loop that refills to the depth after each reap. */

@@ -2,6 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { atom, mean, uniform } from '../../../src/model/dist.js';
+import { CostModel, kernelHalfMeanSleep, policySleep } from '../../../src/model/policies.js';
 import { classicCpuAtDepth, depthPoints, evaluatePoller, Sampler, simulate } from '../../../src/model/poller/index.js';
 import { distArb, input, NO_COST, SIM_ERAS, STAT_SEED } from './helpers.js';
 
@@ -137,6 +138,18 @@ describe('what the kernel loops do', () => {
 });
 
 describe('the block layer\'s ½ mean as the kernel runs it', () => {
+  it('at depth the block layer\'s rows sleep by the device\'s kernel terms as at QD1', () => {
+    const fD = uniform(8000, 12_000);
+    const kernel = { offsetNs: 2000, timerLagNs: 300 };
+    const r = evaluatePoller(input({ era: 'blkmq_iouring', devices: [{ device: 'd', fD, share: 1, fixedSleepNs: 7000, kernel }], depthN: 4, sim: { ios: 400 } }));
+    expect(r.method).toBe('simulation');
+    const m = new CostModel(fD, atom(1000), { switchCostNs: 1500, latencyBudget: 0.01, fixedSleepNs: 7000 });
+    const row = (p: string) => r.policies.find((x) => x.policy === p)!;
+    expect(row('blkmq_half_mean').sleepNs).toBeCloseTo(kernelHalfMeanSleep(m, kernel), 6);
+    expect(row('three_quarter_mean').sleepNs).toBeCloseTo(policySleep('three_quarter_mean', m, kernel)!, 6);
+    expect(row('blkmq_fixed').sleepNs).toBeCloseTo(6700, 6);
+  });
+
   it('5.x io_uring at depth: every I/O sleeps once, longer than E[D]/2 (the mean includes the sequential sleeps)', () => {
     const r = evaluatePoller(input({ era: 'blkmq_iouring', fD: uniform(8000, 12_000), depthN: 4, current: { policy: 'blkmq_half_mean', rule: 'kernel' }, sim: { ios: 800 } }));
     expect(r.current.sleepsPerIo).toBeCloseTo(1, 9);

@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { atom, uniform } from '../../../src/model/dist.js';
-import { CostModel, evaluatePolicies, iouringHalfMinSleep } from '../../../src/model/policies.js';
+import { CostModel, evaluatePolicies, iouringHalfMinSleep, kernelHalfMeanSleep } from '../../../src/model/policies.js';
 import { evaluatePoller, ringHalfMinSleep, Sampler, simulate, type SleepRule } from '../../../src/model/poller/index.js';
 import { distArb, input, NO_COST, SIM_ERAS, STAT_SEED } from './helpers.js';
 
@@ -18,15 +18,16 @@ describe('closed form at depth 1 (exact)', () => {
         fc.constantFrom('iouring_613', 'iouring_70', 'blkmq_iouring', 'blkmq_sync'),
         fc.option(fc.double({ min: 1, max: 100_000, noNaN: true }), { nil: undefined }),
         fc.double({ min: 0, max: 3000, noNaN: true }),
-        (fD, fO, csw, budget, era, fixed, cost) => {
+        fc.option(fc.record({ offsetNs: fc.double({ min: -3000, max: 5000, noNaN: true }), timerLagNs: fc.double({ min: 0, max: 800, noNaN: true }) }), { nil: undefined }),
+        (fD, fO, csw, budget, era, fixed, cost, kernel) => {
           const m = new CostModel(fD, fO, { switchCostNs: csw, latencyBudget: budget, ...(fixed !== undefined ? { fixedSleepNs: fixed } : {}) });
           const r = evaluatePoller({
             ...input({ era, fO, switchCostNs: csw, latencyBudget: budget, submission: { submitNs: cost, reapNs: cost / 2, minComplete: 1 } }),
-            devices: [{ device: 'd', fD, share: 1, ...(fixed !== undefined ? { fixedSleepNs: fixed } : {}) }],
+            devices: [{ device: 'd', fD, share: 1, ...(fixed !== undefined ? { fixedSleepNs: fixed } : {}), ...(kernel ? { kernel } : {}) }],
             current: { policy: 'blkmq_fixed', rule: 'static', sleepNs: 3000 },
           });
           expect(r.method).toBe('closed_form');
-          const want = evaluatePolicies(m);
+          const want = evaluatePolicies(m, kernel);
           expect(r.policies.map((p) => p.policy)).toEqual(want.map((p) => p.policy));
           want.forEach((w, i) => {
             const got = r.policies[i]!;
@@ -44,6 +45,19 @@ describe('closed form at depth 1 (exact)', () => {
       ),
       { numRuns: 60 },
     );
+  });
+
+  it("the block layer's current rules at QD1 sleep by the device's kernel terms (δ, timer lag)", () => {
+    const fD = uniform(8000, 12_000);
+    const kernel = { offsetNs: 2000, timerLagNs: 300 };
+    const m = new CostModel(fD, atom(1000), { switchCostNs: 1500, latencyBudget: 0.01, fixedSleepNs: 7000 });
+    const dev = { device: 'd', fD, share: 1, fixedSleepNs: 7000, kernel };
+    const half = evaluatePoller({ ...input({ era: 'blkmq_sync' }), devices: [dev], current: { policy: 'blkmq_half_mean', rule: 'kernel' } });
+    expect(half.current.sleepNs).toBe(kernelHalfMeanSleep(m, kernel));
+    expect(half.current.sleepNs).toBe(5700); // ½(10000 + 2000) − 300: no oversleep there
+    const fixed = evaluatePoller({ ...input({ era: 'blkmq_sync' }), devices: [dev], current: { policy: 'blkmq_fixed', rule: 'kernel' } });
+    expect(fixed.current.sleepNs).toBe(6700);
+    expect(fixed.policies.find((p) => p.policy === 'blkmq_fixed')!.sleepNs).toBe(6700);
   });
 
   it('6.13–6.19 under the kernel rule at QD1: the table stays exact, the current state is simulated', () => {
