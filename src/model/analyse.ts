@@ -230,7 +230,8 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
   const slept = sleeps > 0 && (kernelEstimate || (sleepReq !== undefined && sleepReq.count > 0 && filledBuckets(sleepReq) > 0));
   const policy = detectPolicy(w.era, w.ioPollDelay, slept, kernelEstimate);
   const sleepDist = slept ? currentSleep(policy, sleepReq!, kernelEstimate) : undefined;
-  const sleptOutcome = sleepDist ? m.mixedOutcome(polledIos ? Math.min(1, sleeps / polledIos) : 1, sleepDist) : undefined;
+  const sleptFraction = polledIos ? Math.min(1, sleeps / polledIos) : 1;
+  const sleptOutcome = sleepDist ? m.mixedOutcome(sleptFraction, sleepDist) : undefined;
   // the block layer's terms, δ against the latency of what was measured (classic without sleeps)
   const kernel = kernelTermsOf(w, policy, sleptOutcome ? sleepReq : undefined, sleptOutcome?.latencyNs ?? m.meanD);
   const offsets = kernel ?? NO_KERNEL_OFFSETS;
@@ -238,7 +239,6 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
   const settingSleep = !slept && policy !== 'classic' && policy !== 'unknown' && policy !== 'oracle' ? policySleep(policy, m, offsets) : undefined;
   let current: CurrentState;
   if (sleptOutcome) {
-    const sleptFraction = polledIos ? Math.min(1, sleeps / polledIos) : 1;
     current = { policy, sleepNs: sleptOutcome.sleepNs, sleptFraction, sleepSource: kernelEstimate ? 'kernel_estimate' : 'sleep_req', outcome: sleptOutcome };
   } else if (settingSleep !== undefined && settingSleep > 0) {
     current = { policy, sleepNs: settingSleep, sleptFraction: 1, sleepSource: 'setting', outcome: m.outcome(settingSleep) };

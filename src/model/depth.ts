@@ -6,7 +6,7 @@ import { parseRelease } from '../sources/era.js';
 import { evaluatePoller, Sampler, simulate, type CurrentPoller, type PollerEra, type PollerOutcome, type PollerResult, type SleepRule, type SubmissionPattern } from './poller/index.js';
 import { deconvolveDeviceTime } from './deconvolve.js';
 import { mean } from './dist.js';
-import type { KernelOffsets } from './policies.js';
+import { fixedDelaySleep, type KernelOffsets } from './policies.js';
 import type { CurrentState, DepthState, Dist, PolicyOutcome } from './types.js';
 
 /**
@@ -371,7 +371,7 @@ export function analyseAtDepth(a: AtDepthInput): AtDepth {
   const fit = simEra
     ? fitDeviceTime({
         era: simEra, depth: Math.max(1, Math.round(a.meanDepth)), fD: a.fD, fO: a.fO, sleepOnCpuNs: a.sleepOnCpuNs, switchCostNs: a.switchCostNs,
-        submission, rule: simRule(current, a.fD, a.fixedSleepNs === undefined ? undefined : a.fixedSleepNs - (a.kernel?.timerLagNs ?? 0)),
+        submission, rule: simRule(current, a.fD, fixedDelaySleep(a.fixedSleepNs, a.kernel)),
         ...(a.rqLatMeanNs !== undefined ? { rqLatMeanNs: a.rqLatMeanNs } : {}), ...(a.rqLatBuckets ? { rqLatBuckets: a.rqLatBuckets } : {}),
       })
     : { fD: a.fD, shiftNs: 0 };

@@ -310,6 +310,11 @@ export function threeQuarterMeanSleep(m: CostModel, k: KernelOffsets = NO_KERNEL
   return Math.max(0, (3 / 4) * (halfLatencyNs + k.offsetNs) - k.timerLagNs);
 }
 
+/** blkmq_fixed: io_poll_delay (ns) as the sleep lasts from the sleep start BPF sees, less the timer lag; undefined without a setting. */
+export function fixedDelaySleep(fixedSleepNs: number | undefined, k: KernelOffsets = NO_KERNEL_OFFSETS): number | undefined {
+  return fixedSleepNs === undefined ? undefined : Math.max(0, fixedSleepNs - k.timerLagNs);
+}
+
 /** The sleep each static policy picks on this data; undefined for blkmq_fixed without a setting. */
 export function policySleep(policy: Exclude<PolicyName, 'oracle'>, m: CostModel, k: KernelOffsets = NO_KERNEL_OFFSETS): number | undefined {
   switch (policy) {
@@ -318,7 +323,7 @@ export function policySleep(policy: Exclude<PolicyName, 'oracle'>, m: CostModel,
     case 'blkmq_half_mean':
       return kernelHalfMeanSleep(m, k);
     case 'blkmq_fixed':
-      return m.params.fixedSleepNs === undefined ? undefined : Math.max(0, m.params.fixedSleepNs - k.timerLagNs);
+      return fixedDelaySleep(m.params.fixedSleepNs, k);
     case 'three_quarter_mean':
       return threeQuarterMeanSleep(m, k);
     case 'min_minus_wake':
@@ -338,8 +343,8 @@ export function evaluatePolicies(m: CostModel, k: KernelOffsets = NO_KERNEL_OFFS
   for (const policy of STATIC) {
     // ¾ mean from the ½-mean row's latency, already evaluated (POLICIES has it first): the
     // evaluations of F_D and F_O are the model's bulk at 64 devices
-    const half = rows.find((r) => r.policy === 'blkmq_half_mean');
-    const s = policy === 'three_quarter_mean' && half ? threeQuarterMeanSleep(m, k, half.latencyNs) : policySleep(policy, m, k);
+    const half = policy === 'three_quarter_mean' ? rows.find((r) => r.policy === 'blkmq_half_mean') : undefined;
+    const s = half ? threeQuarterMeanSleep(m, k, half.latencyNs) : policySleep(policy, m, k);
     if (s !== undefined) rows.push({ policy, ...m.outcome(s) });
   }
   rows.push({ policy: 'oracle', ...oracleOutcome(m) });

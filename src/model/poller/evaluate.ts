@@ -2,7 +2,7 @@
 // measured depth: today's QD1 closed forms where they hold (depth 1 on one device, sync jobs),
 // the seeded simulation elsewhere, with common random numbers so policies are compared on the
 // same I/Os. Pure.
-import { CostModel, kernelHalfMeanSleep, policySleep } from '../policies.js';
+import { CostModel, fixedDelaySleep, kernelHalfMeanSleep, policySleep } from '../policies.js';
 import { mean, totalMass } from '../dist.js';
 import type { Dist } from '../types.js';
 import { fromQd1, qd1Table, ringHalfMinSleep, STATIC_POLICIES } from './closed.js';
@@ -94,10 +94,8 @@ interface Ctx {
   sim: SimOptions;
 }
 
-/** A device's io_poll_delay as its sleeps last from the sleep start BPF sees (less the timer lag). */
-function fixedSleep(d: PollerDevice): number | undefined {
-  return d.fixedSleepNs === undefined ? undefined : Math.max(0, d.fixedSleepNs - (d.kernel?.timerLagNs ?? 0));
-}
+/** A device's io_poll_delay as its sleeps last from the sleep start BPF sees (policies.ts fixedDelaySleep). */
+const fixedSleep = (d: PollerDevice): number | undefined => fixedDelaySleep(d.fixedSleepNs, d.kernel);
 
 /** The sleep per device each static policy picks; undefined when it cannot (blkmq_fixed without a setting). */
 function staticSleeps(ctx: Ctx, policy: StaticPolicy): number[] | undefined {
