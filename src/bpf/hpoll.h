@@ -58,6 +58,11 @@ struct rq_slot {
 	 * sampled) touches that one line */
 	__u64 ios;   /* completions, every one (h counts the sampled ones with their weight) */
 	__u64 polled; /* polled completions, every one (dev_ctr.polled_ios of a device without a slot) */
+	/* tracepoint path, what a polled completion counted in dev_ctr (same names) before it had its
+	 * slot in hand: no dev_ctrs lookup per completion; the loader adds them to the device's */
+	__u64 waits;
+	__u64 inflight_sum;
+	__u64 calibrated;
 	__u32 dev;   /* 0: free */
 	__u32 pad;
 };
@@ -67,11 +72,20 @@ static inline __u32 hp_rq_slot(__u32 dev)
 	return (dev * 2654435761u) >> 27; /* top 5 bits: 0..HP_RQ_SLOTS-1 */
 }
 
-/* fentry path: every histogram of one device in one map value (the `fdev` map), so that a poll
- * program finds all it adds to with one lookup instead of one per kind. The loader merges them with
- * the `hists` map (a device without a block, when `fdev` is full, uses `hists`). */
+/* Per device, shared: calibration of the found_slept / dev_spun split. Plain stores: a lost
+ * update only delays convergence of a minimum. */
+struct dev_calib {
+	__u64 min_found_ns;     /* shortest wake -> found (tracepoint) or found-call time (fentry) */
+	__u64 min_dev_ns;       /* shortest dev_spun issue -> found: bound for oversleep_ub */
+};
+
+/* Every histogram of one polled device and its calibration in one map value (the `fdev` map), so
+ * that a poll program or a slept completion finds all it adds to with one lookup instead of one
+ * per kind. The loader merges them with the `hists` and `calib` maps (a device without a block,
+ * when `fdev` is full, uses those). */
 struct dev_hists {
 	struct hist h[HK_MAX];
+	struct dev_calib cal;
 };
 
 /* Per device, per CPU: counters that are not histogram counts. */
@@ -134,13 +148,6 @@ struct dev_ctr {
 	 * for that one the second): plain store, the last seen; linking every device of a ring to
 	 * another of it, so the exporter can group a ring's devices and model them as one poller */
 	__u32 shared_with;
-};
-
-/* Per device, shared: calibration of the found_slept / dev_spun split. Plain stores: a lost
- * update only delays convergence of a minimum. */
-struct dev_calib {
-	__u64 min_found_ns;     /* shortest wake -> found (tracepoint) or found-call time (fentry) */
-	__u64 min_dev_ns;       /* shortest dev_spun issue -> found: bound for oversleep_ub */
 };
 
 /* Per io_uring ring (fentry path), keyed by the ctx pointer. */

@@ -478,15 +478,29 @@ struct agg {
 	struct hist h;
 	__u64 ios; /* rq_lat: completions counted one by one (the buckets are weighted when sampled) */
 	__u64 polled; /* rq_lat: polled completions counted in the per-CPU slots */
+	/* rq_lat: the tracepoint path's dev_ctr counts kept in the slots (struct rq_slot) */
+	__u64 waits, inflight_sum, calibrated;
+	/* the calibration in the device's `fdev` block, when it has one */
+	struct dev_calib cal;
 };
 static struct agg *aggs;
 static int naggs, caggs;
 
-static struct hist *agg_for(struct hist_key k)
+/* the series of k collected so far (NULL: none) */
+static struct agg *agg_find(struct hist_key k)
 {
 	for (int i = 0; i < naggs; i++)
 		if (aggs[i].key.dev == k.dev && aggs[i].key.kind == k.kind)
-			return &aggs[i].h;
+			return &aggs[i];
+	return NULL;
+}
+
+static struct hist *agg_for(struct hist_key k)
+{
+	struct agg *e = agg_find(k);
+
+	if (e)
+		return &e->h;
 	if (naggs == caggs) {
 		struct agg *n = realloc(aggs, (caggs ? caggs * 2 : 64) * sizeof(*aggs));
 
@@ -532,6 +546,9 @@ static void collect_fdev(struct hpoll *skel)
 	struct hist *a;
 
 	while (v && bpf_map_get_next_key(fd, prev, &key) == 0) {
+		struct hist_key rk = { .dev = key, .kind = HK_RQ_LAT };
+		struct agg *r;
+
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, v))
 			continue;
@@ -541,6 +558,9 @@ static void collect_fdev(struct hpoll *skel)
 			if (!hist_empty(&v->h[kind]) && (a = agg_for(hk)))
 				hist_addto(a, &v->h[kind]);
 		}
+		/* a calibration comes after a polled completion, so the device has its rq_lat */
+		if ((r = agg_find(rk)))
+			r->cal = v->cal;
 	}
 	free(v);
 }
@@ -574,6 +594,9 @@ static void collect_hists(struct hpoll *skel)
 				hist_addto(a, &s->h);
 				agg_of(a)->ios += s->ios;
 				agg_of(a)->polled += s->polled;
+				agg_of(a)->waits += s->waits;
+				agg_of(a)->inflight_sum += s->inflight_sum;
+				agg_of(a)->calibrated += s->calibrated;
 			}
 		}
 	}
@@ -613,13 +636,10 @@ static void dump_hists(struct hpoll *skel)
 	printf("]");
 }
 
-/* the polled completions dev's rq_lat slots counted (collect_hists ran first) */
-static __u64 slot_polled(__u32 dev)
+/* the smaller of two minimums, 0 meaning none */
+static __u64 min_set(__u64 a, __u64 b)
 {
-	for (int i = 0; i < naggs; i++)
-		if (aggs[i].key.dev == dev && aggs[i].key.kind == HK_RQ_LAT)
-			return aggs[i].polled;
-	return 0;
+	return !a || (b && b < a) ? b : a;
 }
 
 static bool dev_listed(const __u32 *devs, int n, __u32 dev)
@@ -657,8 +677,11 @@ static void dump_devs(struct hpoll *skel)
 	for (int n = 0; n < ndevs && vals; n++) {
 		struct dev_ctr agg = {};
 		struct dev_calib cal = {};
+		struct hist_key hk;
+		struct agg *e;
 
 		key = devs[n];
+		hk = (struct hist_key){ .dev = key, .kind = HK_RQ_LAT };
 		if (!bpf_map_lookup_elem(cfd, &key, vals))
 			for (int c = 0; c < ncpu; c++) {
 				struct dev_ctr *d = (struct dev_ctr *)((char *)vals + c * vsz);
@@ -697,8 +720,18 @@ static void dump_devs(struct hpoll *skel)
 				if (d->shared_with)
 					agg.shared_with = d->shared_with;
 			}
-		agg.polled_ios += slot_polled(key);
+		/* what dev's rq_lat slots and `fdev` block hold (collect_hists ran first) */
+		if ((e = agg_find(hk))) {
+			agg.polled_ios += e->polled;
+			agg.waits += e->waits;
+			agg.inflight_sum += e->inflight_sum;
+			agg.calibrated += e->calibrated;
+		}
 		bpf_map_lookup_elem(kfd, &key, &cal);
+		if (e) {
+			cal.min_found_ns = min_set(cal.min_found_ns, e->cal.min_found_ns);
+			cal.min_dev_ns = min_set(cal.min_dev_ns, e->cal.min_dev_ns);
+		}
 		printf("%s{\"dev\":\"%u:%u\",\"polled_ios\":%llu,\"classified_exact\":%llu,"
 		       "\"classified_calibrated\":%llu,\"sleeps_unmatched\":%llu,\"min_found_ns\":%llu,"
 		       "\"found_threshold_ns\":%llu,\"min_dev_ns\":%llu,\"waits\":%llu,"
