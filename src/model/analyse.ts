@@ -114,28 +114,23 @@ export const counter = (w: DeviceWindow, k: string): number | undefined => {
  * the polled issue to the switch-out, submission included), so it errs high. Needs all three
  * histograms and at least one sleep.
  *
- * On io_uring hybrid kernels (6.13+) the wake latency (sched_wakeup → switch-in, inside off-CPU)
- * counts as on-CPU: a wake-up that preempts the idle task skips the run-queue clock update at the
- * switch, so the scheduler charges the poller from the wake-up (validation.md: on 7.3 the VM gate's
- * CPU accounting read −12…−15 % at QD4 and on NVMe without it, +0.5…+1.4 % with it). Measured on
- * 5.10 (block-layer hybrid, validation-legacy.md) the poller is not charged it (−1.7…−3.8 % without,
- * +6.4…+13.9 % with), so the older eras keep it off-CPU. Where the woken poller waits behind another
- * task this overcounts; a dedicated polling CPU, the case worth modelling, does not wait.
+ * The wake latency (sched_wakeup → switch-in, inside off-CPU) counts as on-CPU: a wake-up that
+ * preempts the idle task skips the run-queue clock update at the switch (check_preempt_curr's
+ * rq_clock_skip_update, in every era), so the scheduler charges the poller from the wake-up
+ * (validation.md: on 7.3 the VM gate's CPU accounting read −12…−15 % at QD4 and on NVMe without it,
+ * +0.5…+1.4 % with it; validation-legacy.md: on 5.10 the sleeping runs read −5.8…−14.9 % without it,
+ * the per-sleep shortfall equal to the wake latency, 2.2 µs). Where the woken poller waits behind
+ * another task this overcounts; a dedicated polling CPU, the case worth modelling, does not wait.
  */
 export function switchCost(w: DeviceWindow, sleeps: number, fallback: number): { ns: number; source: 'measured' | 'default' } {
   const { iopoll, offcpu, spin, wake_lat: wakeLat } = w.hists;
   if (sleeps > 0 && iopoll && offcpu && spin && iopoll.count > 0 && offcpu.count > 0) {
-    const wakeCharged = chargesWakeLatency(w.era) ? Math.min(offcpu.sumNs, wakeLat?.sumNs ?? 0) : 0;
+    const wakeCharged = Math.min(offcpu.sumNs, wakeLat?.sumNs ?? 0);
     const charged = offcpu.sumNs - wakeCharged;
     const v = (iopoll.sumNs - charged - spin.sumNs) / sleeps;
     if (Number.isFinite(v) && v > 0) return { ns: v, source: 'measured' };
   }
   return { ns: fallback, source: 'default' };
-}
-
-/** Whether the era's scheduler charges a woken poller from its wake-up (see switchCost): the block-layer hybrid eras do not. */
-export function chargesWakeLatency(era: Era): boolean {
-  return era !== 'blkmq_hybrid' && era !== 'blkmq_hybrid_sync_only' && era !== 'blkmq_hybrid_dead';
 }
 
 /**
@@ -254,7 +249,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
   if (atDepth) {
     // the simulation places each sleep itself: F_O from the sleep's start, and the on-CPU part of
     // c_sw before it (c_sw less the wake latency it holds where the era charges it) as wall time
-    const wakeLatNs = chargesWakeLatency(w.era) && w.hists.wake_lat && w.hists.wake_lat.count > 0 ? w.hists.wake_lat.sumNs / w.hists.wake_lat.count : 0;
+    const wakeLatNs = w.hists.wake_lat && w.hists.wake_lat.count > 0 ? w.hists.wake_lat.sumNs / w.hists.wake_lat.count : 0;
     const d = analyseAtDepth({
       era, device: w.device, meanDepth: inFlight, fD: dt.dist, fO: calibratedDist(w.hists.wake_ovh) ?? fO,
       sleepOnCpuNs: csw.source === 'measured' ? Math.max(0, csw.ns - wakeLatNs) : 0, switchCostNs: csw.ns, latencyBudget: opts.latencyBudget,

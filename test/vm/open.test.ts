@@ -35,9 +35,10 @@ describe('known-open VM checks', () => {
     expect(openCause(check({ id: 'L6 model fixed', scenario: 'legacy seed004 fio' }))).toBeUndefined();
     expect(openCause(check({ id: 'L6 model fixed', scenario: 'legacy seed004 hpdrive' }))).toBeUndefined();
     for (const id of ['L6 model ½ mean', 'L6 model ¾ mean', 'L6 model classic']) expect(openCause(check({ id, scenario: 'legacy seed001 hpdrive' }))).toBeUndefined();
-    for (const id of ['L6 model ½ mean', 'L6 model classic']) expect(openCause(check({ id, scenario: 'legacy seed004 hpdrive' }))).toBeUndefined();
+    // passing since the busy window charges the wake latency and hpdrive's reference holds the submit tail: gated everywhere
+    for (const id of ['L6 model ½ mean', 'L6 model ¾ mean', 'L6 model classic']) expect(openCause(check({ id, scenario: 'legacy seed004 hpdrive' }))).toBeUndefined();
     expect(openCause(check({ id: 'L6 model ¾ mean', scenario: 'legacy seed004 fio' }))).toBeUndefined();
-    expect(openCause(check({ id: 'L6 model ¾ mean', scenario: 'legacy seed004 hpdrive' }))).toBeDefined();
+    for (const scenario of ['legacy seed001 hpdrive', 'legacy seed004 hpdrive']) expect(openCause(check({ id: 'L5 cpu', scenario }))).toBeUndefined();
     expect(openCause(check({ id: 'L2 count', scenario: 'legacy seed001 hpdrive' }))).toBeUndefined();
   });
   it('gives every entry a cause that names where the fix belongs', () => {
