@@ -2,7 +2,7 @@
 // hpsim stats, the two fixed delays, and each legacy check passing just inside its bound and
 // failing just outside.
 import { describe, expect, it } from 'vitest';
-import { allLegacyChecks, LEGACY_BOUNDS, legacyChecks, legacyFigures, legacyTable, runsTable, seedsTable } from './lib/legacy-checks.js';
+import { allLegacyChecks, LEGACY_BOUNDS, legacyChecks, legacyFigures, legacyTable, pollLoopCpuPerIo, runsTable, seedsTable, submitTail } from './lib/legacy-checks.js';
 import {
   DELAY_MODES, fromFio, hpsimOverRun, minMinusWakeDelayUs, parseHpsimStats, pollStatMeanOverRun, profileMeanNs, threeQuarterDelayUs, warmupIos,
   type DelayMode, type LegacyRun, type LegacySession, type PollStatWatch,
@@ -212,16 +212,34 @@ describe('legacy checks', () => {
     g.min_wake.reqMeanS = 16e-6 * 0.84;
     expect(result(checks(g), 'L4 requested', /fixed/).pass).toBe(false);
   });
-  it('cpu: every run within 5 %, residue and completion edge added', () => {
+  it('cpu: every run within 5 %, residue and completion edge added, the sleeping runs less the classic run\'s submit tail', () => {
     const g = good();
     g.classic.measuredPerIo = 30e-6 * 0.95; // + 1 % residue: −4 %
-    expect(result(checks(g), 'L5 cpu').pass).toBe(true);
-    g.classic.measuredPerIo = 30e-6 * 0.93;
+    // the same −1.2 µs/IO in every run: the classic run's tail
+    for (const d of ['adaptive', 'three_quarter', 'min_wake'] as const) g[d].measuredPerIo = LOOP(d) - 30e-6 * 0.04;
+    const c = result(checks(g), 'L5 cpu');
+    expect(c.pass).toBe(true);
+    expect(c.measured).toMatch(/classic: .*\(-4\.0%\).*½ mean: .* − submit tail -1\.20 µs\/IO vs poller wait phase 17\.00 µs\/IO \(\+0\.0%\)/);
+    g.adaptive.measuredPerIo = LOOP('adaptive') - 30e-6 * 0.04 - 17e-6 * 0.06; // 6 % beyond the tail
     expect(result(checks(g), 'L5 cpu').pass).toBe(false);
+    const h = good();
+    h.classic.measuredPerIo = 30e-6 * 0.93;
+    expect(result(checks(h), 'L5 cpu').pass).toBe(false);
     // rq_complete's run time comes after the busy window's end, inside the waiting call: added
-    g.classic.rqCompleteSeconds = 30e-6 * 6000 * 0.02; // −7 % + 1 % + 2 %
-    expect(result(checks(g), 'L5 cpu').pass).toBe(true);
-    expect(result(checks(g), 'L5 cpu').measured).toMatch(/completion-edge BPF 0\.60 µs\/IO .*\(-4\.0%\) \[exporter alone -7\.0%/);
+    h.classic.rqCompleteSeconds = 30e-6 * 6000 * 0.02; // −7 % + 1 % + 2 %
+    expect(result(checks(h), 'L5 cpu').measured).toMatch(/completion-edge BPF 0\.60 µs\/IO .*\(-4\.0%\) \[exporter alone -7\.0%/);
+  });
+  it('submit tail: the classic run\'s exporter-side figure less its wait phase, on the reference of every model row', () => {
+    const g = good();
+    g.classic.measuredPerIo = LOOP('classic') + 0.8e-6;
+    for (const d of ['adaptive', 'three_quarter', 'min_wake'] as const) g[d].measuredPerIo = LOOP(d) + 0.8e-6;
+    const figs = DELAY_MODES.map((d) => legacyFigures(run(d, g[d])));
+    expect(submitTail(figs[0])).toBeCloseTo(0.8e-6, 12);
+    expect(pollLoopCpuPerIo(figs[0]!, figs[0]).value).toBeCloseTo(figs[0]!.measuredCpuPerIo!, 12);
+    expect(pollLoopCpuPerIo(figs[1]!, figs[0]).value).toBeCloseTo(LOOP('adaptive') + 0.8e-6, 12);
+    expect(pollLoopCpuPerIo(figs[1]!, undefined).value).toBe(figs[1]!.measuredCpuPerIo);
+    // 0.8 µs/IO is 8 % of the min − wake run's 10: L5 passes only with the tail taken off
+    expect(checks(g).filter((c) => !c.pass).map((c) => c.id)).toEqual([]);
   });
   it('model rows: within 10 % of the measured poll-loop CPU of the run of that setting, for every fed run', () => {
     const g = good();
