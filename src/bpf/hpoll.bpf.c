@@ -1089,7 +1089,6 @@ int BPF_PROG(hp_rq_done_rt, struct request *rq, int error, unsigned int nr_bytes
  */
 static __always_inline int on_hrtimer_start(struct hrtimer *timer, const bool btf)
 {
-	struct hrtimer_sleeper *sl;
 	struct task_st *st;
 	u64 pid_tgid, now, exp;
 	bool test;
@@ -1098,13 +1097,12 @@ static __always_inline int on_hrtimer_start(struct hrtimer *timer, const bool bt
 		return 0;
 	if ((u64)RD(btf, timer, function) != (u64)&hrtimer_wakeup)
 		return 0;
-	/* A sleeper armed for this task. The fentry path needs no check: inside io_do_iopoll and
-	 * outside classic_poll (tested below) the only sleeper a task arms is its hybrid sleep. The
-	 * task field lies beyond struct hrtimer: direct BTF access is refused, so it costs a probe
-	 * read. */
-	sl = container_of(timer, struct hrtimer_sleeper, timer);
-	if (!fentry_path && (u64)BPF_CORE_READ(sl, task) != bpf_get_current_task())
-		return 0;
+	/* A sleeper: the task that armed it sleeps on it (hrtimer_init_sleeper sets its task to
+	 * current; before 5.4 to the task its callers pass, current at every call site; and only
+	 * that task starts it), so no probe read of its task field (beyond struct
+	 * hrtimer, refused to direct BTF access) is needed. fentry path: inside io_do_iopoll and
+	 * outside classic_poll (tested below) the only sleeper a task arms is its hybrid sleep;
+	 * tracepoint path: a task with polled I/O in flight (below). */
 	pid_tgid = bpf_get_current_pid_tgid();
 	now = bpf_ktime_get_ns();
 	test = test_tgid && (pid_tgid >> 32) == test_tgid;

@@ -279,6 +279,20 @@ describe('legacy checks', () => {
     expect(result(mk(1), 'L2 count').measured.split(';')).toHaveLength(4);
     expect(checks(good()).find((x) => x.id === 'L8 unchanged')).toBeUndefined();
   });
+  it('unchanged: with a traced run without bpf_stats, that run is the traced side, and it is in no other check', () => {
+    const runs = DELAY_MODES.map((d) => run(d, good()[d]));
+    const u = run('adaptive', good().adaptive);
+    u.traced = false;
+    u.poller = { ...u.poller, cpuSeconds: u.poller.cpuSeconds / 1.06 };
+    const dep = run('adaptive', good().adaptive);
+    dep.bpfStats = false;
+    dep.poller = { ...dep.poller, cpuSeconds: dep.poller.cpuSeconds / 1.06 * 1.03 };
+    const cs = legacyChecks([...runs, u, dep].map(legacyFigures), 'seed001', 'hpdrive', { accel: 'tcg', icount: true });
+    const c = result(cs, 'L8 unchanged');
+    expect(c.pass).toBe(true);
+    expect(c.measured).toMatch(/^CPU 24\.78 µs vs 24\.06 µs\/IO \(\+3\.0%\).*with bpf_stats on: CPU 25\.50 µs\/IO \(\+6\.0%\)/);
+    expect(result(cs, 'L2 count').measured.split(';')).toHaveLength(4);
+  });
   it("window: the model fed exactly the run's I/Os", () => {
     const g = good();
     g.min_wake.windowIos = 6000 + 200;

@@ -31,7 +31,7 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
   },
   {
     id: '4 unchanged', scenario: /^qd1-(fixed50|twopoint)$/, title: /^hybrid under tracepoint/,
-    cause: 'the full profile\'s tracepoint path (not in the CI profile) at QD1: hybrid poller CPU +6.0 % (qd1-fixed50; qd1-twopoint passes), 2026-12-06 22:11 session, since a slept completion takes one fdev lookup (2026-12-03: +8.0 % and IOPS −5.1 %, qd1-twopoint +5.1 %), where the fentry path passes on the same runs (issue 16 moved the fentry path\'s loop-end work off the poller\'s path; the tracepoint path\'s per-sleep programs, sched_switch / sched_wakeup / hrtimer_start and rq_complete\'s classification, were not changed). Cause suspected, not measured per program on this path (issue 16)',
+    cause: 'the full profile\'s tracepoint path (not in the CI profile) at QD1: hybrid poller CPU +3.5 / +5.0 / +5.0 % in three A/B pairs (qd1-fixed50, median at the bound; qd1-twopoint passes: +2.9 %), 2026-12-07 00:35 session, since the completion reads the clock first and counts into its rq_lat slot (2026-12-06: +6.0 %; 2026-12-03: +8.0 % and IOPS −5.1 %), where the fentry path passes on the same runs (+4.3 %). What the tracepoint path adds per slept I/O: sched_switch / sched_wakeup / hrtimer_start and rq_complete\'s classification (issue 16)',
   },
   {
     id: '4 totals', scenario: /^(qd4-fixed50|qd16-fixed50|qd64-fixed50|qd4-twopoint|qd1-nvme)$/, title: /^hybrid: spin after sleeps/,
@@ -59,8 +59,8 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
     cause: 'the min − wake and seed004 ¾-mean runs are mostly censored (found complete at wake-up): E[D] is the found time, an upper bound (+5.3 / +3.4 % seed001 hpdrive / fio min − wake, +8.6 / +8.6 / +5.6 % seed004 hpdrive ¾ mean and min − wake, fio min − wake; full profile 2026-12-07 00:13); the classic runs\' rq_lat starts at the allocation (start_time_ns, ≈ 1 µs before the driver issue; iostat\'s await): +3.2 … +4.8 %, under the bound since the found times and rq_lat end at rq_complete\'s first instruction (before: +4.4 … +6.7 %) (docs/validation-legacy.md, cause 3; issue 13)',
   },
   {
-    id: 'L8 unchanged', scenario: /^legacy /,
-    cause: 'the tracepoint programs cost ≈ 3.4 µs per hybrid I/O in virtual time (2026-12-07, bpf_stats: rq_complete 1.56, sched_switch 0.68 for both edges, hrtimer_start 0.55, rq_issue 0.33, sched_wakeup 0.29 µs; 4.2 before the disk was read by direct BTF loads and the depth and classification counts went into the rq_lat slot, 5.9 before the slept completion took one fdev lookup), and rq_complete runs before the kernel timestamps its poll_stat sample, so tracing lengthens the adaptive sleep itself: poller CPU +5.6 / +5.7 % (seed001 hpdrive / fio), +8.5 / +8.4 % (seed004), full profile 2026-12-07 00:13 (before: +7.4 / +7.5, +11.2 / +11.0 %) (docs/validation-legacy.md, cause 4; issue 16)',
+    id: 'L8 unchanged', scenario: /^legacy seed004 /,
+    cause: 'on the 30 µs device the tracepoint programs weigh more against a poller CPU of 21–23 µs per I/O: ≈ 3.3 µs of them per hybrid I/O in virtual time (2026-12-07, bpf_stats: rq_complete 1.56, sched_switch 0.68 for both edges, hrtimer_start 0.46, rq_issue 0.33, sched_wakeup 0.29 µs), and rq_complete runs before the kernel timestamps its poll_stat sample, so tracing lengthens the adaptive sleep itself (poll_stat +4.3 %): poller CPU traced without bpf_stats +7.3 / +7.7 % (hpdrive / fio), full profile 2026-12-07 00:48 (with bpf_stats +8.1 / +8.2 %; before the cheaper completion +11.2 / +11.0 %). Seed001 (50 µs) passes: +4.7 / +4.9 % (docs/validation-legacy.md, cause 4; issue 16)',
   },
 ];
 
