@@ -31,7 +31,7 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
   },
   {
     id: '4 unchanged', scenario: /^qd1-(fixed50|twopoint)$/, title: /^hybrid under tracepoint/,
-    cause: 'the full profile\'s tracepoint path (not in the CI profile) at QD1: hybrid poller CPU +3.5 / +5.0 / +5.0 % in three A/B pairs (qd1-fixed50, median at the bound; qd1-twopoint passes: +2.9 %), 2026-12-07 00:35 session, since the completion reads the clock first and counts into its rq_lat slot (2026-12-06: +6.0 %; 2026-12-03: +8.0 % and IOPS −5.1 %), where the fentry path passes on the same runs (+4.3 %). What the tracepoint path adds per slept I/O: sched_switch / sched_wakeup / hrtimer_start and rq_complete\'s classification (issue 16)',
+    cause: 'the full profile\'s tracepoint path (not in the CI profile) at QD1: hybrid poller CPU +5.1 % in three A/B pairs (48.49 vs 46.14 µs per I/O, qd1-fixed50, 2026-12-07 01:00; +3.5 / +5.0 / +5.0 % at 00:35; qd1-twopoint passes: +2.7 %; per hybrid I/O rq_complete 1.38, sched_switch 0.71, hrtimer_start 0.39, rq_issue 0.36, sched_wakeup 0.31 µs), since the completion reads the clock first and counts into its rq_lat slot (2026-12-06: +6.0 %; 2026-12-03: +8.0 % and IOPS −5.1 %), where the fentry path passes on the same runs (+4.3 %). What the tracepoint path adds per slept I/O: sched_switch / sched_wakeup / hrtimer_start and rq_complete\'s classification (issue 16)',
   },
   {
     id: '4 totals', scenario: /^(qd4-fixed50|qd16-fixed50|qd64-fixed50|qd4-twopoint|qd1-nvme)$/, title: /^hybrid: spin after sleeps/,
