@@ -293,6 +293,18 @@ describe('legacy checks', () => {
     expect(c.measured).toMatch(/^CPU 24\.78 µs vs 24\.06 µs\/IO \(\+3\.0%\).*with bpf_stats on: CPU 25\.50 µs\/IO \(\+6\.0%\)/);
     expect(result(cs, 'L2 count').measured.split(';')).toHaveLength(4);
   });
+  it('device time: ±5 %, or at least −5 % (an upper bound) where most slept I/Os were censored', () => {
+    const g = good();
+    g.min_wake.meanD = 25e-6 * 1.08; // 100 of 6000 censored: judged ±5 %
+    expect(result(checks(g), 'L7 device time').pass).toBe(false);
+    g.min_wake.foundSlept = 5000;
+    g.min_wake.devSpun = 1000;
+    const c = result(checks(g), 'L7 device time');
+    expect(c.pass).toBe(true);
+    expect(c.measured).toMatch(/min − wake: model E\[D\] 27\.00 µs vs device 25\.00 µs \(\+8\.0%; 83% of slept I\/Os censored: an upper bound/);
+    g.min_wake.meanD = 25e-6 * 0.94;
+    expect(result(checks(g), 'L7 device time').pass).toBe(false);
+  });
   it("window: the model fed exactly the run's I/Os", () => {
     const g = good();
     g.min_wake.windowIos = 6000 + 200;

@@ -400,12 +400,23 @@ export function legacyChecks(figs: LegacyFigures[], profile: string, w: Workload
   }
 
   // The device's truth against the model's input: E[D] (the classic row's latency) vs the mean
-  // service time hpsim drew for the run's requests.
+  // service time hpsim drew for the run's requests. Where most slept I/Os were found complete at
+  // their wake-up (over MAX_CENSORED) the data bound D from above only (D ≤ the found time; the
+  // estimator keeps what it cannot place at its found time, the most the data allow): there E[D]
+  // errs high by construction, and what is checked is that it is not under the truth by more
+  // than the bound.
   const dt = each(runs, (r) => {
     const e = relErr(r.modelMeanD, r.device?.meanSeconds);
-    return { ok: within(e, B.deviceTime), text: `model E[D] ${us(r.modelMeanD)} vs device ${us(r.device?.meanSeconds)} (${pct(e)})` };
+    const judged = (r.foundSlept?.count ?? 0) + (r.devSpun?.count ?? 0);
+    const censored = judged > 0 ? (r.foundSlept?.count ?? 0) / judged : 0;
+    const bound = censored > MAX_CENSORED;
+    return {
+      ok: bound ? Number.isFinite(e) && e >= -B.deviceTime : within(e, B.deviceTime),
+      text: `model E[D] ${us(r.modelMeanD)} vs device ${us(r.device?.meanSeconds)} (${pct(e)}${bound ? `; ${(censored * 100).toFixed(0)}% of slept I/Os censored: an upper bound, judged ≥ −${B.deviceTime * 100}%` : ''})`,
+    };
   });
-  out.push(check(group, '7 device time', "model's E[D] vs the device's own mean service time (hpsim stats)", dt.measured, bpct(B.deviceTime), dt.pass));
+  out.push(check(group, '7 device time', "model's E[D] vs the device's own mean service time (hpsim stats; an upper bound where most slept I/Os were censored)", dt.measured,
+    `${bpct(B.deviceTime)}; ≥ −${B.deviceTime * 100}% where over ${MAX_CENSORED * 100}% censored`, dt.pass));
 
   return out;
 }

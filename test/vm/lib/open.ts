@@ -55,10 +55,6 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
     cause: 'the runs\' own spread, not sampling: at QD32 the best sleep is 0, so wasted CPU is the run\'s measured CPU less the model\'s classic CPU, 1.6 ms of a run\'s 27 ms of poller CPU, and 0.1 % of the run\'s CPU moves it by 1.7 %. Two CI-profile boots on 2026-12-02 (23:08, 23:13): N=16 −2.58 % / +1.78 %, N=64 −2.06 % / +0.50 %; the control (N=1 run again after N=64) +1.55 %. The cheaper completion program at N > 1 lowers the run itself (the driver\'s poller CPU −1.5 … −1.9 %, the unsampled spin −5.7 … −6.6 %). Needs a bound for a difference of two CPU figures, or more I/Os per run (issue 16)',
   },
   {
-    id: 'L7 device time', scenario: /^legacy /,
-    cause: 'the min − wake and seed004 ¾-mean runs are mostly censored (found complete at wake-up): E[D] is the found time, an upper bound (+5.3 / +3.4 % seed001 hpdrive / fio min − wake, +8.6 / +8.6 / +5.6 % seed004 hpdrive ¾ mean and min − wake, fio min − wake; full profile 2026-12-07 00:13); the classic runs\' rq_lat starts at the allocation (start_time_ns, ≈ 1 µs before the driver issue; iostat\'s await): +3.2 … +4.8 %, under the bound since the found times and rq_lat end at rq_complete\'s first instruction (before: +4.4 … +6.7 %) (docs/validation-legacy.md, cause 3; issue 13)',
-  },
-  {
     id: 'L8 unchanged', scenario: /^legacy seed004 /,
     cause: 'on the 30 µs device the tracepoint programs weigh more against a poller CPU of 21–23 µs per I/O: ≈ 3.3 µs of them per hybrid I/O in virtual time (2026-12-07, bpf_stats: rq_complete 1.56, sched_switch 0.68 for both edges, hrtimer_start 0.46, rq_issue 0.33, sched_wakeup 0.29 µs), and rq_complete runs before the kernel timestamps its poll_stat sample, so tracing lengthens the adaptive sleep itself (poll_stat +4.3 %): poller CPU traced without bpf_stats +7.3 / +7.7 % (hpdrive / fio), full profile 2026-12-07 00:48 (with bpf_stats +8.1 / +8.2 %; before the cheaper completion +11.2 / +11.0 %). Seed001 (50 µs) passes: +4.7 / +4.9 % (docs/validation-legacy.md, cause 4; issue 16)',
   },
