@@ -1099,10 +1099,10 @@ static __always_inline int on_hrtimer_start(struct hrtimer *timer, const bool bt
 		return 0;
 	/* A sleeper: the task that armed it sleeps on it (hrtimer_init_sleeper sets its task to
 	 * current; before 5.4 to the task its callers pass, current at every call site; and only
-	 * that task starts it), so no probe read of its task field (beyond struct
-	 * hrtimer, refused to direct BTF access) is needed. fentry path: inside io_do_iopoll and
-	 * outside classic_poll (tested below) the only sleeper a task arms is its hybrid sleep;
-	 * tracepoint path: a task with polled I/O in flight (below). */
+	 * that task starts it), so its task field (beyond struct hrtimer: a probe read, refused to
+	 * direct BTF access) is not read. Which sleeper is the hybrid sleep: fentry path, inside
+	 * io_do_iopoll and outside classic_poll; tracepoint path, a task with polled I/O in flight
+	 * (both tested below). */
 	pid_tgid = bpf_get_current_pid_tgid();
 	now = bpf_ktime_get_ns();
 	test = test_tgid && (pid_tgid >> 32) == test_tgid;
