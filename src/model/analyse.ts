@@ -248,7 +248,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
   let depth: DepthState | undefined;
   if (atDepth) {
     // the simulation places each sleep itself: F_O from the sleep's start, and the on-CPU part of
-    // c_sw before it (c_sw less the wake latency it holds where the era charges it) as wall time
+    // c_sw before it (c_sw less the wake latency it holds) as wall time
     const wakeLatNs = w.hists.wake_lat && w.hists.wake_lat.count > 0 ? w.hists.wake_lat.sumNs / w.hists.wake_lat.count : 0;
     const d = analyseAtDepth({
       era, device: w.device, meanDepth: inFlight, fD: dt.dist, fO: calibratedDist(w.hists.wake_ovh) ?? fO,
