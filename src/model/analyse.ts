@@ -134,6 +134,15 @@ export function switchCost(w: DeviceWindow, sleeps: number, fallback: number): {
 }
 
 /**
+ * The on-CPU part of c_sw before a sleep, for a simulation that places the sleep itself (F_O from
+ * its start): c_sw less the mean wake latency it holds (switchCost); 0 where c_sw is the default.
+ */
+export function sleepOnCpu(csw: ReturnType<typeof switchCost>, wakeLat: BucketHist | undefined): number {
+  if (csw.source !== 'measured') return 0;
+  return Math.max(0, csw.ns - (wakeLat && wakeLat.count > 0 ? wakeLat.sumNs / wakeLat.count : 0));
+}
+
+/**
  * F_O, timed from D's origin. The model starts the sleep at D's origin (spin(s) = E[(D − s − O)⁺]),
  * but the kernel arms it later: after the rest of the submission (on 5.10 when the waiting call
  * reaches blk_poll). `wake_ovh` is timed from the sleep's start; its aux0/aux1 hold the sum and count
@@ -248,11 +257,10 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
   let depth: DepthState | undefined;
   if (atDepth) {
     // the simulation places each sleep itself: F_O from the sleep's start, and the on-CPU part of
-    // c_sw before it (c_sw less the wake latency it holds) as wall time
-    const wakeLatNs = w.hists.wake_lat && w.hists.wake_lat.count > 0 ? w.hists.wake_lat.sumNs / w.hists.wake_lat.count : 0;
+    // c_sw before it as wall time
     const d = analyseAtDepth({
       era, device: w.device, meanDepth: inFlight, fD: dt.dist, fO: calibratedDist(w.hists.wake_ovh) ?? fO,
-      sleepOnCpuNs: csw.source === 'measured' ? Math.max(0, csw.ns - wakeLatNs) : 0, switchCostNs: csw.ns, latencyBudget: opts.latencyBudget,
+      sleepOnCpuNs: sleepOnCpu(csw, w.hists.wake_lat), switchCostNs: csw.ns, latencyBudget: opts.latencyBudget,
       ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}), ...(kernel ? { kernel } : {}), ...(costs ?? pollerCosts({})), current, qd1: qd1Policies,
       ...(w.hists.rq_lat && w.hists.rq_lat.count > 0 ? { rqLatMeanNs: w.hists.rq_lat.sumNs / w.hists.rq_lat.count, rqLatBuckets: w.hists.rq_lat.buckets } : {}),
     });

@@ -5,7 +5,7 @@
 // ring whole: the poller model (poller/) over the ring's devices, each with its own F_D and share
 // of the I/Os, at the ring's depth, on the ring's summed costs; each device gets its part. Pure.
 import { advise } from './advice.js';
-import { analyse, checkOversleep, counter, currentSleep, DEFAULT_SWITCH_COST_NS, deviceTimeState, DEFAULT_WAKE_OVERHEAD_NS, detectPolicy, deviceTime, MIN_SAMPLES, oversleepRatio, sharedRing, switchCost, unresolvedBound, wakeOverhead } from './analyse.js';
+import { analyse, checkOversleep, counter, currentSleep, DEFAULT_SWITCH_COST_NS, deviceTimeState, DEFAULT_WAKE_OVERHEAD_NS, detectPolicy, deviceTime, MIN_SAMPLES, oversleepRatio, sharedRing, sleepOnCpu, switchCost, unresolvedBound, wakeOverhead } from './analyse.js';
 import { depthMix, deviceTimesAtDepth, meanInFlight, pollerCosts, pollerEra } from './depth.js';
 import { atom, calibratedDist, mean, summary } from './dist.js';
 import { filledBuckets, histSum } from './hist.js';
@@ -87,8 +87,7 @@ export function analyseRing(ws: readonly DeviceWindow[], opts: AnalyseOptions): 
   const rule: SleepRule = sleepNs > 0 ? { kind: 'static', sleepNs: ws.map(() => sleepNs) } : { kind: 'none' };
 
   // as analyse at depth: the simulation places each sleep (F_O from its start, c_sw's on-CPU part before it)
-  const wakeLatNs = ring.hists.wake_lat && ring.hists.wake_lat.count > 0 ? ring.hists.wake_lat.sumNs / ring.hists.wake_lat.count : 0;
-  const sleepOnCpuNs = csw.source === 'measured' ? Math.max(0, csw.ns - wakeLatNs) : 0;
+  const sleepOnCpuNs = sleepOnCpu(csw, ring.hists.wake_lat);
   const simFO = calibratedDist(ring.hists.wake_ovh) ?? fO;
   const submission: SubmissionPattern = { ...costs, reapNs: 0, minComplete: 1 };
   const sim = { era, fO: simFO, sleepOnCpuNs, switchCostNs: csw.ns, submission };
