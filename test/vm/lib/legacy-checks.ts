@@ -148,6 +148,18 @@ export function completionEdge(r: LegacyFigures): number {
   return r.programSeconds['rq_complete'] ?? 0;
 }
 
+/** Per I/O, what hpdrive's wait phase holds outside the busy window: the syscall residue it times itself and the completion edge. */
+function outsideWindow(r: LegacyFigures): { residue: number; edge: number } {
+  const ios = r.run.poller.ios;
+  return { residue: (r.run.poller.syscallResidueSeconds ?? NaN) / ios, edge: completionEdge(r) / ios };
+}
+
+/** The share of a run's slept I/Os found complete at their wake-up (their D bounded from above only). */
+function censoredShare(r: LegacyFigures): { censored: number; judged: number } {
+  const judged = (r.foundSlept?.count ?? 0) + (r.devSpun?.count ?? 0);
+  return { censored: judged > 0 ? (r.foundSlept?.count ?? 0) / judged : 0, judged };
+}
+
 /**
  * The exporter's busy-window CPU per I/O less hpdrive's wait phase, both on the same terms (the
  * syscall residue and the completion edge added to the exporter's side), on a classic run: the
@@ -158,8 +170,8 @@ export function completionEdge(r: LegacyFigures): number {
  */
 export function submitTail(classic: LegacyFigures | undefined): number | undefined {
   if (classic?.waitCpuPerIo === undefined || classic.measuredCpuPerIo === undefined) return undefined;
-  const ios = classic.run.poller.ios;
-  return classic.measuredCpuPerIo + (classic.run.poller.syscallResidueSeconds ?? NaN) / ios + completionEdge(classic) / ios - classic.waitCpuPerIo;
+  const { residue, edge } = outsideWindow(classic);
+  return classic.measuredCpuPerIo + residue + edge - classic.waitCpuPerIo;
 }
 
 /**
@@ -173,9 +185,9 @@ export function submitTail(classic: LegacyFigures | undefined): number | undefin
 export function pollLoopCpuPerIo(r: LegacyFigures, classic: LegacyFigures | undefined): { value: number | undefined; source: string } {
   const tail = submitTail(classic);
   if (r.waitCpuPerIo !== undefined && tail !== undefined) {
-    const ios = r.run.poller.ios;
+    const { residue, edge } = outsideWindow(r);
     return {
-      value: r.waitCpuPerIo - (r.run.poller.syscallResidueSeconds ?? NaN) / ios - completionEdge(r) / ios + tail,
+      value: r.waitCpuPerIo - residue - edge + tail,
       source: `poller wait phase − residue − completion edge + submit tail ${us(tail)}`,
     };
   }
@@ -202,8 +214,7 @@ export function legacyModelPremises(fed: LegacyFigures, c: LegacyFigures, a: Leg
   const dC = c.ioLatency?.mean;
   const dA = a.ioLatency?.mean;
   const dependent = relErr(dC, dA);
-  const judged = (fed.foundSlept?.count ?? 0) + (fed.devSpun?.count ?? 0);
-  const censored = judged > 0 ? (fed.foundSlept?.count ?? 0) / judged : 0;
+  const { censored, judged } = censoredShare(fed);
   const okA = Number.isFinite(dependent) && dependent <= LEGACY_BOUNDS.model;
   const okB = censored <= MAX_CENSORED;
   const truth = [c, a].map((x) => us(x.device?.meanSeconds)).join(' vs ');
@@ -326,9 +337,7 @@ export function legacyChecks(figs: LegacyFigures[], profile: string, w: Workload
     // so that what they test is the sleep's accounting (the wake latency charged, switchCost).
     const tail = submitTail(c);
     const cpu = each(runs, (r) => {
-      const ios = r.run.poller.ios;
-      const res = (r.run.poller.syscallResidueSeconds ?? NaN) / ios;
-      const edge = completionEdge(r) / ios;
+      const { residue: res, edge } = outsideWindow(r);
       const less = r === c ? 0 : tail ?? NaN;
       const e = relErr((r.measuredCpuPerIo ?? NaN) + res + edge - less, r.waitCpuPerIo);
       return {
@@ -407,8 +416,7 @@ export function legacyChecks(figs: LegacyFigures[], profile: string, w: Workload
   // than the bound.
   const dt = each(runs, (r) => {
     const e = relErr(r.modelMeanD, r.device?.meanSeconds);
-    const judged = (r.foundSlept?.count ?? 0) + (r.devSpun?.count ?? 0);
-    const censored = judged > 0 ? (r.foundSlept?.count ?? 0) / judged : 0;
+    const { censored } = censoredShare(r);
     const bound = censored > MAX_CENSORED;
     return {
       ok: bound ? Number.isFinite(e) && e >= -B.deviceTime : within(e, B.deviceTime),
