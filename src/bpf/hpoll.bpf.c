@@ -38,6 +38,8 @@ __u64 polled_tasks = 0;
 __u64 sleepers = 0;
 /* tracepoint path: tasks with a busy window open (polled I/O in flight): gates sched_switch too */
 __u64 busy_tasks = 0;
+/* tasks whose state is in task_spill (its slot in `tasks` held by another): 0, no spill lookup */
+__u64 spilled = 0;
 
 /* Sampling (--sample, the exporter's --bpf.sample): the latency of 1 in sample_n completions is
  * timed and added with weight sample_n; the others only count. Its own section (.data), away from
@@ -131,8 +133,9 @@ struct {
 } counters SEC(".maps");
 
 /* Per-task poll state, keyed by tid. Created at the first polled issue, the first io_do_iopoll
- * (fentry path) or the first test sleep; deleted at task exit. */
+ * (fentry path) or the first test sleep; cleared at task exit. */
 struct task_st {
+	u32 tid;          /* the task it belongs to (0: a free slot of `tasks`) */
 	u64 t_sleep;      /* hrtimer_start of a hybrid sleep not yet accounted (0: none) */
 	u64 req_sleep;    /* its requested length: hrtimer expiry - t_sleep */
 	u64 t_off;        /* switched out after arming */
@@ -221,12 +224,30 @@ struct task_st {
 #define PEND_SLEEP 16 /* a sleep met its request */
 #define PEND_PLOOK 32 /* a loop without a sleep found completions in its first pass of oneshot calls */
 
+/*
+ * Task state, direct-mapped by tid: slot tid % HP_TASK_SLOTS holds the task whose tid it names.
+ * Every hybrid I/O looks up its poller's state five or six times (issue, sleep, both switches,
+ * wake-up, completion) and every context switch looks up both tasks while one sleeps: an array
+ * lookup is a few inlined instructions where a hash lookup hashes, walks a bucket and compares
+ * keys. Tasks that poll are few, so two whose tids share a slot are rare; the second goes to
+ * task_spill, looked up only while `spilled` is non-zero.
+ */
+#define HP_TASK_SLOTS 8192 /* a power of two; the loader's --task-slots sets the map and mask */
+const volatile __u32 task_mask = HP_TASK_SLOTS - 1;
+
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, HP_TASK_SLOTS);
 	__type(key, u32);
 	__type(value, struct task_st);
 } tasks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, u32);
+	__type(value, struct task_st);
+} task_spill SEC(".maps");
 
 /* ---------------------------------------------------------------------------------- helpers */
 
@@ -427,18 +448,64 @@ static __always_inline struct dev_calib *calib_of(struct dev_hists *d, u32 dev)
 /* a new task's state: from .bss, not the stack (the struct is a large part of 512 bytes) */
 static struct task_st task_zero;
 
+/* tid's slot in `tasks`, whoever holds it */
+static __always_inline struct task_st *task_slot(u32 tid)
+{
+	u32 k = tid & task_mask;
+
+	return bpf_map_lookup_elem(&tasks, &k);
+}
+
+/* tid's state, or NULL (tid 0, the idle task, never has any: a free slot reads tid 0) */
+static __always_inline struct task_st *task_find(u32 tid)
+{
+	struct task_st *st = task_slot(tid);
+
+	if (st && st->tid == tid && tid)
+		return st;
+	return spilled ? bpf_map_lookup_elem(&task_spill, &tid) : NULL;
+}
+
+/* tid's state, created when asked (only ever by tid itself, so two creations of one task do not
+ * race; two tasks claiming one free slot at once could, and 5.10 has no compare-and-swap for BPF:
+ * the later claim wins and the other task's next event goes to the spill) */
 static __always_inline struct task_st *task_get(u32 tid, bool create)
 {
-	struct task_st *st = bpf_map_lookup_elem(&tasks, &tid);
+	struct task_st *st = task_find(tid);
 
-	if (st || !create)
+	if (st || !create || !tid)
 		return st;
-	if (bpf_map_update_elem(&tasks, &tid, &task_zero, BPF_NOEXIST)) {
+	st = task_slot(tid);
+	if (st && !st->tid) {
+		st->tid = tid;
+		__sync_fetch_and_add(&polled_tasks, 1);
+		return st;
+	}
+	if (bpf_map_update_elem(&task_spill, &tid, &task_zero, BPF_NOEXIST)) {
 		ctr_inc(C_TASK_FULL);
 		return NULL;
 	}
+	__sync_fetch_and_add(&spilled, 1);
 	__sync_fetch_and_add(&polled_tasks, 1);
-	return bpf_map_lookup_elem(&tasks, &tid);
+	st = bpf_map_lookup_elem(&task_spill, &tid);
+	if (st)
+		st->tid = tid;
+	return st;
+}
+
+/* drop tid's state: its slot cleared (free again), or its spill entry deleted */
+static __always_inline void task_drop(u32 tid)
+{
+	struct task_st *st = task_slot(tid);
+	u32 k = tid & task_mask;
+
+	if (st && st->tid == tid && tid) {
+		bpf_map_update_elem(&tasks, &k, &task_zero, BPF_ANY);
+		__sync_fetch_and_add(&polled_tasks, -1);
+	} else if (spilled && !bpf_map_delete_elem(&task_spill, &tid)) {
+		__sync_fetch_and_add(&spilled, -1);
+		__sync_fetch_and_add(&polled_tasks, -1);
+	}
 }
 
 static __always_inline void ungate(struct task_st *st)
@@ -1159,7 +1226,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	 * switch-in comes from it, so skipping its lookup saves two of a hybrid I/O's four */
 	if (!preempt || busy_tasks) {
 		tid = RD(btf, prev, pid);
-		st = tid ? bpf_map_lookup_elem(&tasks, &tid) : NULL;
+		st = tid ? task_find(tid) : NULL;
 		/* a preemption between arming and io_schedule() is not the sleep */
 		if (st && !preempt && st->gated && !st->t_off) {
 			st->t_off = now;
@@ -1176,7 +1243,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	tid = RD(btf, next, pid);
 	if (!tid)
 		return 0;
-	st = bpf_map_lookup_elem(&tasks, &tid);
+	st = task_find(tid);
 	if (!st)
 		return 0;
 	if (st->gated && st->t_off) {
@@ -1222,7 +1289,7 @@ static __always_inline int on_wakeup(struct task_struct *p, const bool btf)
 	if (!sleepers)
 		return 0;
 	tid = RD(btf, p, pid);
-	st = bpf_map_lookup_elem(&tasks, &tid);
+	st = task_find(tid);
 	if (st && st->gated && st->t_off && !st->t_wake) {
 		st->t_wake = bpf_ktime_get_ns();
 		ctr_inc(C_WAKEUPS);
@@ -1251,7 +1318,7 @@ static __always_inline int on_exit(struct task_struct *p, const bool btf)
 	if (!polled_tasks)
 		return 0;
 	tid = RD(btf, p, pid);
-	st = bpf_map_lookup_elem(&tasks, &tid);
+	st = task_find(tid);
 	if (!st)
 		return 0;
 	if (st->t_sleep && !st->test)
@@ -1262,8 +1329,7 @@ static __always_inline int on_exit(struct task_struct *p, const bool btf)
 		ring_flush(st, ring_get(st->r_key, NULL));
 	ungate(st);
 	busy_close(st);
-	if (!bpf_map_delete_elem(&tasks, &tid))
-		__sync_fetch_and_add(&polled_tasks, -1);
+	task_drop(tid);
 	return 0;
 }
 

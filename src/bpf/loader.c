@@ -97,8 +97,9 @@ static struct {
 	const char *sysfs;
 	__u64 ring_key[2];
 	__u32 sample;
+	__u32 task_slots;
 	int verbose;
-} opt = { .calib_pct = 200, .sysfs = "/sys", .sample = 1 };
+} opt = { .calib_pct = 200, .sysfs = "/sys", .sample = 1, .task_slots = 8192 };
 
 #define SAMPLE_MAX 65536
 
@@ -395,6 +396,9 @@ static struct hpoll *attempt(bool issue_arg1)
 	skel->rodata->issue_arg1 = issue_arg1;
 	skel->rodata->test_tgid = opt.test_tgid;
 	skel->rodata->calib_pct = opt.calib_pct;
+	skel->rodata->task_mask = opt.task_slots - 1;
+	if (bpf_map__set_max_entries(skel->maps.tasks, opt.task_slots))
+		fatal("cannot size the task map");
 	skel->data->sample_n = opt.sample;
 	bpf_object__for_each_program(p, skel->obj) {
 		struct logical *l = find_prog(bpf_program__name(p), &vi);
@@ -830,9 +834,9 @@ static void dump_counters(struct hpoll *skel)
 				v += pc[c];
 		printf("%s\"%s\":%llu", i ? "," : "", ctr_names[i], v);
 	}
-	printf("},\"gates\":{\"polled_tasks\":%lld,\"sleepers\":%lld,\"busy_tasks\":%lld}",
+	printf("},\"gates\":{\"polled_tasks\":%lld,\"sleepers\":%lld,\"busy_tasks\":%lld,\"spilled\":%lld}",
 	       (long long)skel->bss->polled_tasks, (long long)skel->bss->sleepers,
-	       (long long)skel->bss->busy_tasks);
+	       (long long)skel->bss->busy_tasks, (long long)skel->bss->spilled);
 	free(pc);
 }
 
@@ -1163,6 +1167,8 @@ static void usage(FILE *f)
 		"  --ring-key HEX32       key for ring ids (default: random per run)\n"
 		"  --sysfs DIR            sysfs root, to drop devices that are gone (default /sys)\n"
 		"  --sample N             time 1 in N completions (1..65536, default 1); counts stay exact\n"
+		"  --task-slots N         per-task state slots, a power of two in 1..65536 (default 8192):\n"
+		"                         tasks whose tids share a slot use a slower overflow map\n"
 		"  -v, --verbose          libbpf messages on stderr (twice: debug)\n"
 		"  --version, --help\n"
 		"Protocol on stdin/stdout: see src/bpf/README.md. SIGUSR1 detaches the programs (loaded,\n"
@@ -1180,6 +1186,7 @@ static void parse_args(int argc, char **argv)
 		{ "ring-key", required_argument, 0, 'k' },
 		{ "sysfs", required_argument, 0, 's' },
 		{ "sample", required_argument, 0, 'S' },
+		{ "task-slots", required_argument, 0, 't' },
 		{ "verbose", no_argument, 0, 'v' },
 		{ "version", no_argument, 0, 'V' },
 		{ "help", no_argument, 0, 'h' },
@@ -1215,6 +1222,11 @@ static void parse_args(int argc, char **argv)
 			opt.sample = strtoul(optarg, &end, 10);
 			if (*end || opt.sample < 1 || opt.sample > SAMPLE_MAX)
 				fatal("--sample must be an integer in 1..65536");
+			break;
+		case 't':
+			opt.task_slots = strtoul(optarg, &end, 10);
+			if (*end || opt.task_slots < 1 || opt.task_slots > 65536 || (opt.task_slots & (opt.task_slots - 1)))
+				fatal("--task-slots must be a power of two in 1..65536");
 			break;
 		case 'v': opt.verbose++; break;
 		case 'V': printf("hybridpoll-bpf %s\n", HP_VERSION); exit(0);

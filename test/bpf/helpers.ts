@@ -175,3 +175,33 @@ export function sleeperScript(dir: string): string {
   );
   return f;
 }
+
+/**
+ * A python3 process whose `threads` threads each sleep `count` × 0.5 ms (1 ns timer slack), after
+ * "go" on stdin; "done" once every thread has exited.
+ */
+export function threadedSleeperScript(dir: string, threads: number, count: number): string {
+  const f = join(dir, 'threaded-sleeper.py');
+  writeFileSync(
+    f,
+    [
+      'import ctypes, sys, threading',
+      'libc = ctypes.CDLL(None)',
+      'class Timespec(ctypes.Structure):',
+      '    _fields_ = [("sec", ctypes.c_long), ("nsec", ctypes.c_long)]',
+      'def sleeper():',
+      '    libc.prctl(29, 1, 0, 0, 0)  # PR_SET_TIMERSLACK, per thread',
+      '    t = Timespec(0, 500_000)',
+      `    for _ in range(${count}):`,
+      '        libc.nanosleep(ctypes.byref(t), None)',
+      'print("ready", flush=True)',
+      'sys.stdin.readline()',
+      `ts = [threading.Thread(target=sleeper) for _ in range(${threads})]`,
+      'for t in ts: t.start()',
+      'for t in ts: t.join()',
+      'print("done", flush=True)',
+      'sys.stdin.readline()',
+    ].join('\n'),
+  );
+  return f;
+}

@@ -10,7 +10,7 @@ import { BpfCollector } from '../../src/bpf/collector.js';
 import type { BpfSnapshot, BucketHist } from '../../src/bpf/types.js';
 import { createLogger } from '../../src/log.js';
 import { bucketOf, upperNs } from '../../src/model/buckets.js';
-import { attached, bpfSkipReason, ensureLoader, fio, LOADER, loaderPid, loopDevice, ourPrograms, programIdsOf, realtime, removableLoopDevice, sleeperScript, stillLoaded, warnSkip, type LoopDevice } from './helpers.js';
+import { attached, bpfSkipReason, ensureLoader, fio, LOADER, loaderPid, loopDevice, ourPrograms, programIdsOf, realtime, removableLoopDevice, sleeperScript, stillLoaded, threadedSleeperScript, warnSkip, type LoopDevice } from './helpers.js';
 import { bucketPairs } from '../../src/model/hist.js';
 
 const skip = warnSkip('test/bpf/loopdev.test.ts', bpfSkipReason(['fio', 'losetup', 'python3']));
@@ -173,5 +173,45 @@ describe.skipIf(skip).each(VARIANTS)('sleep/wake chain with a nanosleeping stand
     // the wakeup comes after the expiry, so wakeup -> on CPU is part of the wake overhead
     expect(lat.count).toBeGreaterThanOrEqual(0.95 * off.count);
     expect(lat.sumNs).toBeLessThanOrEqual(ovh.sumNs + 1000 * lat.count);
+  });
+});
+
+// Task state lives in an array slot per tid; a task whose slot another holds goes to the spill
+// map. One slot (--task-slots 1) sends every task but the first there: both threads' sleeps must
+// still be counted and timed.
+describe.skipIf(skip)('task state of tasks that share a slot (root)', () => {
+  let dir: string;
+  beforeAll(() => {
+    ensureLoader();
+    dir = mkdtempSync(join(tmpdir(), 'hp-spill-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('accounts both threads of a sleeper with one slot for them, the second in the spill map', async () => {
+    const py = spawn(...realtime('python3', [threadedSleeperScript(dir, 2, 300)]), { stdio: ['pipe', 'pipe', 'inherit'] });
+    const lines = createInterface({ input: py.stdout! })[Symbol.asyncIterator]();
+    expect((await lines.next()).value).toBe('ready');
+    const c = await collector(['--test-sleeper-tgid', String(py.pid), '--task-slots', '1']);
+    let s: BpfSnapshot | undefined;
+    try {
+      py.stdin!.write('go\n');
+      expect((await lines.next()).value).toBe('done');
+      s = await c.snapshot();
+    } finally {
+      py.stdin!.end();
+      await c.stop();
+    }
+    const req = hist(s, '0:0', 'sleep_req');
+    const off = hist(s, '0:0', 'offcpu');
+    const unmatched = s!.deviceCounters['0:0']?.['sleeps_unmatched'] ?? 0;
+    console.info(`two sleeper threads, one task slot: ${req.count} sleeps, ${off.count} off-CPU intervals, ${unmatched} unmatched, task_map_full ${s!.counters['task_map_full']}`);
+    // 600 sleeps of 0.5 ms in two tasks: a lost task would lose its 300. (A few more sleeps are
+    // Python's own: a thread waiting for the GIL waits with a timeout.)
+    const halfMs = bucketPairs(req).find(([i]) => i === bucketOf(500_000))?.[1] ?? 0;
+    expect(halfMs).toBeGreaterThanOrEqual(595);
+    expect(halfMs).toBeLessThanOrEqual(600);
+    expect(off.count + unmatched).toBeGreaterThanOrEqual(req.count - 2);
+    expect(countIn(off, 400_000, 1_500_000)).toBeGreaterThanOrEqual(0.9 * 600);
+    expect(s!.counters['task_map_full'] ?? 0).toBe(0);
   });
 });
