@@ -467,8 +467,9 @@ static __always_inline struct task_st *task_find(u32 tid)
 }
 
 /* tid's state, created when asked (only ever by tid itself, so two creations of one task do not
- * race; two tasks claiming one free slot at once could, and 5.10 has no compare-and-swap for BPF:
- * the later claim wins and the other task's next event goes to the spill) */
+ * race). Two tasks of one slot claiming it at the same instant could, and 5.10 has no
+ * compare-and-swap for BPF: the later claim wins, the other's first event lands in its state and
+ * its next ones in the spill, and `polled_tasks` stays one too high (the gates open for nothing) */
 static __always_inline struct task_st *task_get(u32 tid, bool create)
 {
 	struct task_st *st = task_find(tid);
