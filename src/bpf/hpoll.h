@@ -171,7 +171,7 @@ struct ring_st {
 enum hp_ctr {
 	C_START_FULL = 0,   /* drop: start-time map full at issue */
 	C_ISSUE_MISSED,     /* drop: completion without a known issue time */
-	C_TASK_FULL,        /* drop: per-task state map full */
+	C_TASK_FULL,        /* drop: per-task state: its slot taken and task_spill full */
 	C_HIST_FULL,        /* drop: histogram map full */
 	C_TS_HASH,          /* completions timed from the start-time map (no kernel timestamp) */
 	C_SLEEPS,           /* hybrid sleeps detected */
