@@ -27,6 +27,22 @@ async function collector(extraArgs: string[] = []): Promise<BpfCollector> {
   return c;
 }
 
+/** Runs a stand-in poller (a sleeper script) in the loader's test mode with these loader args: the snapshot once it says "done". */
+async function sleeperSnapshot(script: string, args: string[]): Promise<BpfSnapshot | undefined> {
+  const py = spawn(...realtime('python3', [script]), { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: py.stdout! })[Symbol.asyncIterator]();
+  expect((await lines.next()).value).toBe('ready');
+  const c = await collector(['--test-sleeper-tgid', String(py.pid), ...args]);
+  try {
+    py.stdin!.write('go\n');
+    expect((await lines.next()).value).toBe('done');
+    return await c.snapshot();
+  } finally {
+    py.stdin!.end();
+    await c.stop();
+  }
+}
+
 const hist = (s: BpfSnapshot | undefined, dev: string, kind: keyof BpfSnapshot['devices'][number]['hists']): BucketHist =>
   s?.devices.find((d) => d.dev === dev)?.hists[kind] ?? { buckets: [], count: 0, sumNs: 0, aux0: 0, aux1: 0 };
 
@@ -124,19 +140,7 @@ describe.skipIf(skip).each(VARIANTS)('sleep/wake chain with a nanosleeping stand
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('puts requested sleep, off-CPU time and wake overhead in the right buckets', async () => {
-    const py = spawn(...realtime('python3', [sleeperScript(dir)]), { stdio: ['pipe', 'pipe', 'inherit'] });
-    const lines = createInterface({ input: py.stdout! })[Symbol.asyncIterator]();
-    expect((await lines.next()).value).toBe('ready');
-    const c = await collector(['--test-sleeper-tgid', String(py.pid), ...flags]);
-    let s: BpfSnapshot | undefined;
-    try {
-      py.stdin!.write('go\n');
-      expect((await lines.next()).value).toBe('done');
-      s = await c.snapshot();
-    } finally {
-      py.stdin!.end();
-      await c.stop();
-    }
+    const s = await sleeperSnapshot(sleeperScript(dir), flags);
     const req = hist(s, '0:0', 'sleep_req');
     const off = hist(s, '0:0', 'offcpu');
     const ovh = hist(s, '0:0', 'wake_ovh');
@@ -158,7 +162,7 @@ describe.skipIf(skip).each(VARIANTS)('sleep/wake chain with a nanosleeping stand
     // off-CPU: one group per length, never shorter than the request minus going to sleep. Under
     // heavy load a few switch-ins go unseen (counted as unmatched instead) and a few wake-ups come
     // late enough that a short sleep's interval lands past 1.5 ms: each group keeps 90 % of its 500
-    const unmatched = s!.deviceCounters['0:0']?.['sleeps_unmatched'] ?? 0;
+    const unmatched = s?.deviceCounters['0:0']?.['sleeps_unmatched'] ?? 0;
     expect(off.count).toBeGreaterThanOrEqual(0.97 * req.count);
     expect(off.count + unmatched).toBeGreaterThanOrEqual(req.count - 1);
     expect(countIn(off, 0, 400_000)).toBe(0);
@@ -188,23 +192,11 @@ describe.skipIf(skip)('task state of tasks that share a slot (root)', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('accounts both threads of a sleeper with one slot for them, the second in the spill map', async () => {
-    const py = spawn(...realtime('python3', [threadedSleeperScript(dir, 2, 300)]), { stdio: ['pipe', 'pipe', 'inherit'] });
-    const lines = createInterface({ input: py.stdout! })[Symbol.asyncIterator]();
-    expect((await lines.next()).value).toBe('ready');
-    const c = await collector(['--test-sleeper-tgid', String(py.pid), '--task-slots', '1']);
-    let s: BpfSnapshot | undefined;
-    try {
-      py.stdin!.write('go\n');
-      expect((await lines.next()).value).toBe('done');
-      s = await c.snapshot();
-    } finally {
-      py.stdin!.end();
-      await c.stop();
-    }
+    const s = await sleeperSnapshot(threadedSleeperScript(dir, 2, 300), ['--task-slots', '1']);
     const req = hist(s, '0:0', 'sleep_req');
     const off = hist(s, '0:0', 'offcpu');
-    const unmatched = s!.deviceCounters['0:0']?.['sleeps_unmatched'] ?? 0;
-    console.info(`two sleeper threads, one task slot: ${req.count} sleeps, ${off.count} off-CPU intervals, ${unmatched} unmatched, task_map_full ${s!.counters['task_map_full']}`);
+    const unmatched = s?.deviceCounters['0:0']?.['sleeps_unmatched'] ?? 0;
+    console.info(`two sleeper threads, one task slot: ${req.count} sleeps, ${off.count} off-CPU intervals, ${unmatched} unmatched, task_map_full ${s?.counters['task_map_full']}`);
     // 600 sleeps of 0.5 ms in two tasks: a lost task would lose its 300. (A few more sleeps are
     // Python's own: a thread waiting for the GIL waits with a timeout.)
     const halfMs = bucketPairs(req).find(([i]) => i === bucketOf(500_000))?.[1] ?? 0;
@@ -212,6 +204,6 @@ describe.skipIf(skip)('task state of tasks that share a slot (root)', () => {
     expect(halfMs).toBeLessThanOrEqual(600);
     expect(off.count + unmatched).toBeGreaterThanOrEqual(req.count - 2);
     expect(countIn(off, 400_000, 1_500_000)).toBeGreaterThanOrEqual(0.9 * 600);
-    expect(s!.counters['task_map_full'] ?? 0).toBe(0);
+    expect(s?.counters['task_map_full'] ?? 0).toBe(0);
   });
 });
