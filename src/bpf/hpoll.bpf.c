@@ -1153,7 +1153,7 @@ int BPF_PROG(hp_rq_done_rt, struct request *rq, int error, unsigned int nr_bytes
  * A hybrid sleep is an hrtimer_sleeper armed by the polling task on itself. Which tasks poll:
  * fentry path: the task is inside io_do_iopoll and not inside classic_poll (the sleep is inlined
  * between the two); tracepoint path: the task has polled requests in flight that it issued. Both
- * are one hash lookup: no stack walk, so the sleep is not shortened by its own measurement.
+ * are one task lookup: no stack walk, so the sleep is not shortened by its own measurement.
  */
 static __always_inline int on_hrtimer_start(struct hrtimer *timer, const bool btf)
 {
