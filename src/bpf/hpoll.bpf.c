@@ -232,7 +232,7 @@ struct task_st {
  * keys. Tasks that poll are few, so two whose tids share a slot are rare; the second goes to
  * task_spill, looked up only while `spilled` is non-zero.
  */
-#define HP_TASK_SLOTS 8192 /* a power of two; the loader's --task-slots sets the map and mask */
+/* the loader's --task-slots sets the map's size and this mask (hpoll.h: HP_TASK_SLOTS by default) */
 const volatile __u32 task_mask = HP_TASK_SLOTS - 1;
 
 struct {
@@ -456,12 +456,18 @@ static __always_inline struct task_st *task_slot(u32 tid)
 	return bpf_map_lookup_elem(&tasks, &k);
 }
 
-/* tid's state, or NULL (tid 0, the idle task, never has any: a free slot reads tid 0) */
+/* st, tid's slot, holds tid's state (tid 0, the idle task, never has any: a free slot reads tid 0) */
+static __always_inline bool slot_holds(const struct task_st *st, u32 tid)
+{
+	return st && st->tid == tid && tid;
+}
+
+/* tid's state, or NULL */
 static __always_inline struct task_st *task_find(u32 tid)
 {
 	struct task_st *st = task_slot(tid);
 
-	if (st && st->tid == tid && tid)
+	if (slot_holds(st, tid))
 		return st;
 	return spilled ? bpf_map_lookup_elem(&task_spill, &tid) : NULL;
 }
@@ -497,10 +503,9 @@ static __always_inline struct task_st *task_get(u32 tid, bool create)
 /* drop tid's state: its slot cleared (free again), or its spill entry deleted */
 static __always_inline void task_drop(u32 tid)
 {
-	struct task_st *st = task_slot(tid);
 	u32 k = tid & task_mask;
 
-	if (st && st->tid == tid && tid) {
+	if (slot_holds(task_slot(tid), tid)) {
 		bpf_map_update_elem(&tasks, &k, &task_zero, BPF_ANY);
 		__sync_fetch_and_add(&polled_tasks, -1);
 	} else if (spilled && !bpf_map_delete_elem(&task_spill, &tid)) {

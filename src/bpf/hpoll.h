@@ -52,6 +52,9 @@ struct hist {
 #define HP_RQ_SLOTS 32 /* a power of two */
 #define HP_RQ_PROBES 4
 
+/* per-task state: the default number of slots of the `tasks` array (the loader's --task-slots) */
+#define HP_TASK_SLOTS 8192 /* a power of two */
+
 struct rq_slot {
 	struct hist h;
 	/* after h, in the cache line of h.sum, aux0, aux1: a completion that is only counted (not

@@ -99,7 +99,7 @@ static struct {
 	__u32 sample;
 	__u32 task_slots;
 	int verbose;
-} opt = { .calib_pct = 200, .sysfs = "/sys", .sample = 1, .task_slots = 8192 };
+} opt = { .calib_pct = 200, .sysfs = "/sys", .sample = 1, .task_slots = HP_TASK_SLOTS };
 
 #define SAMPLE_MAX 65536
 
