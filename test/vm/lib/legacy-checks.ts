@@ -154,6 +154,11 @@ function outsideWindow(r: LegacyFigures): { residue: number; edge: number } {
   return { residue: (r.run.poller.syscallResidueSeconds ?? NaN) / ios, edge: completionEdge(r) / ios };
 }
 
+/** L8's two extra adaptive runs, by what sets them apart (BPF detached; traced without bpf_stats); undefined for a setting's run. */
+function l8Variant(r: LegacyRun): 'BPF detached' | 'bpf_stats off' | undefined {
+  return r.traced === false ? 'BPF detached' : r.bpfStats === false ? 'bpf_stats off' : undefined;
+}
+
 /** The share of a run's slept I/Os found complete at their wake-up (their D bounded from above only). */
 function censoredShare(r: LegacyFigures): { censored: number; judged: number } {
   const judged = (r.foundSlept?.count ?? 0) + (r.devSpun?.count ?? 0);
@@ -249,9 +254,9 @@ export function legacyChecks(figs: LegacyFigures[], profile: string, w: Workload
   const group = `legacy ${profile} ${w}`;
   const all = figs.filter((f) => f.run.workload === w && f.run.profile === profile);
   // the settings' runs; L8's two adaptive runs apart: BPF detached, and traced with bpf_stats off
-  const runs = all.filter((f) => f.run.traced !== false && f.run.bpfStats !== false);
-  const untraced = all.find((f) => f.run.traced === false && f.run.delay === 'adaptive');
-  const deployed = all.find((f) => f.run.traced !== false && f.run.bpfStats === false && f.run.delay === 'adaptive');
+  const runs = all.filter((f) => !l8Variant(f.run));
+  const untraced = all.find((f) => l8Variant(f.run) === 'BPF detached' && f.run.delay === 'adaptive');
+  const deployed = all.find((f) => l8Variant(f.run) === 'bpf_stats off' && f.run.delay === 'adaptive');
   const by = (d: DelayMode) => runs.find((f) => f.run.delay === d);
   const slept = runs.filter((f) => f.run.delay !== 'classic');
   const fixed = runs.filter((f) => f.run.ioPollDelay > 0);
@@ -448,12 +453,12 @@ export function legacyBpfCost(s: LegacySession): string[] {
     const total = per.reduce((t, [, sec]) => t + sec, 0);
     const ios = f.run.poller.ios;
     const detail = per.map(([p, sec]) => `${p} ${((sec / ios) * 1e9).toFixed(0)} ns`).join(', ');
-    return `${f.run.profile} ${f.run.workload} ${SETTING_LABEL[f.run.delay]}${f.run.traced === false ? ' (BPF detached)' : f.run.bpfStats === false ? ' (bpf_stats off)' : ''}: ${((total / ios) * 1e6).toFixed(2)} µs per I/O = ${((total / f.run.poller.cpuSeconds) * 100).toFixed(1)}% of the poller's CPU (per I/O: ${detail || 'no run time: bpf_stats off'})`;
+    return `${f.run.profile} ${f.run.workload} ${SETTING_LABEL[f.run.delay]}${l8Variant(f.run) ? ` (${l8Variant(f.run)})` : ''}: ${((total / ios) * 1e6).toFixed(2)} µs per I/O = ${((total / f.run.poller.cpuSeconds) * 100).toFixed(1)}% of the poller's CPU (per I/O: ${detail || 'no run time: bpf_stats off'})`;
   });
 }
 
 const cell = (x: string) => x.replace(/\|/g, '\\|');
-const setting = (r: LegacyRun) => (r.delay === 'classic' ? '−1 (classic)' : r.delay === 'adaptive' ? '0 (½ mean)' : `${r.ioPollDelay} µs (${SETTING_LABEL[r.delay]})`) + (r.traced === false ? ', BPF detached' : r.bpfStats === false ? ', bpf_stats off' : '');
+const setting = (r: LegacyRun) => (r.delay === 'classic' ? '−1 (classic)' : r.delay === 'adaptive' ? '0 (½ mean)' : `${r.ioPollDelay} µs (${SETTING_LABEL[r.delay]})`) + (l8Variant(r) ? `, ${l8Variant(r)}` : '');
 
 /** The measured tables (lab.ts table): one row per run, then the seeds' shape (seedsTable). */
 export function legacyTable(s: LegacySession): string {
@@ -480,7 +485,7 @@ const MODEL_ROW_OF: Record<DelayMode, ModelRow> = { classic: 'classic', adaptive
  * modelled CPU share and CPU per I/O) and the share relative to classic.
  */
 export function seedsTable(s: LegacySession): string {
-  const figs = s.runs.filter((r) => r.traced !== false && r.bpfStats !== false).map(legacyFigures);
+  const figs = s.runs.filter((r) => !l8Variant(r)).map(legacyFigures);
   const rows: string[] = [];
   for (const f of figs) {
     const r = f.run;

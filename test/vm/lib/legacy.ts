@@ -404,8 +404,13 @@ export async function runLegacySession(g: Guest, base: Omit<LegacySession, 'runs
           await g.agent('POST', '/idle', { ms: IDLE_MS }, 300_000);
           await runWorkload(g, w, device, delay === 'adaptive' ? warmupIos(o, p) : WARMUP_IOS);
           if (!stats) await g.agent('POST', '/bpf/stats', { enable: false });
-          const m = await measuredRun(g, w, device, o.ios, traced);
-          if (!stats) await g.agent('POST', '/bpf/stats', { enable: true });
+          let m: Awaited<ReturnType<typeof measuredRun>>;
+          try {
+            m = await measuredRun(g, w, device, o.ios, traced);
+          } finally {
+            // the runs after it time every program again, even when this one failed
+            if (!stats) await g.agent('POST', '/bpf/stats', { enable: true });
+          }
           const run: LegacyRun = { profile: p.id, workload: w, delay, ...(traced ? {} : { traced }), ...(stats ? {} : { bpfStats: false }), ioPollDelay, ...(derivation ? { derivation } : {}), device, ...m, exporterStartMs: st.startMs, bpfReadySeconds: ready, hostSeconds: (Date.now() - t1) / 1000 };
           session.runs.push(run);
           if (delay === 'adaptive' && traced && stats) adaptive = run;
