@@ -93,6 +93,8 @@ interface Fig {
   selfError?: number;
   foundSlept?: number;
   devSpun?: number;
+  /** the model's hybridpoll_model_unresolved_ratio (absent: not exposed) */
+  unresolved?: number;
   /** rq_complete's run time over the run (bpf_stats), seconds */
   rqCompleteSeconds?: number;
   /** polled I/Os in the model's window (default: the run's) */
@@ -136,6 +138,7 @@ function run(delay: DelayMode, f: Fig): LegacyRun {
     `hybridpoll_poll_found_after_sleep_seconds_sum{${d}} 1`,
     `hybridpoll_poll_device_time_seconds_count{${d}} ${f.devSpun ?? 0}`,
     `hybridpoll_poll_device_time_seconds_sum{${d}} 1`,
+    ...(f.unresolved !== undefined ? [`hybridpoll_model_unresolved_ratio{${d}} ${f.unresolved}`] : []),
     ...(f.rqCompleteSeconds !== undefined ? [`hybridpoll_bpf_program_run_seconds_total{program="rq_complete"} ${f.rqCompleteSeconds}`] : []),
     ...rows,
   ].join('\n');
@@ -258,6 +261,36 @@ describe('legacy checks', () => {
     k.min_wake.rows!.blkmq_fixed = LOOP('min_wake') * 1.12;
     expect(result(checks(k), 'L6 model fixed', /min − wake/).pass).toBe(false);
     expect(result(checks(k), 'L6 model fixed', /¾ mean/).pass).toBe(true);
+    const m = good();
+    m.min_wake.selfError = -0.11;
+    expect(result(checks(m), 'L6 self-check').pass).toBe(false);
+  });
+  it('model rows fed a run over 50 % censored: out of the bound passes only flagged by the exporter, and one column must be within', () => {
+    const censor = (f: Fig, unresolved?: number) => Object.assign(f, { foundSlept: 5000, devSpun: 1000 }, unresolved === undefined ? {} : { unresolved });
+    const g = good();
+    censor(g.min_wake, 0.8).rows!.three_quarter_mean = LOOP('three_quarter') * 0.88;
+    const c = result(checks(g), 'L6 model ¾ mean');
+    expect(c.pass).toBe(true);
+    expect(c.measured).toMatch(/fed min − wake: predicted .* \(-12\.0%; F_D not measured, 83% censored, unresolved ratio 0\.80: flagged by the exporter, not judged\)/);
+    // the exporter did not flag it (no unresolved share, or the series missing): judged, and out
+    const h = good();
+    censor(h.min_wake, 0).rows!.three_quarter_mean = LOOP('three_quarter') * 0.88;
+    expect(result(checks(h), 'L6 model ¾ mean').measured).toMatch(/unresolved ratio 0\.00: NOT flagged/);
+    expect(result(checks(h), 'L6 model ¾ mean').pass).toBe(false);
+    const k = good();
+    censor(k.min_wake).rows!.three_quarter_mean = LOOP('three_quarter') * 0.88;
+    expect(result(checks(k), 'L6 model ¾ mean').pass).toBe(false);
+    // 50 % or fewer censored: judged as any run
+    const m = good();
+    Object.assign(m.min_wake, { foundSlept: 3000, devSpun: 3000, unresolved: 0.4 }).rows!.three_quarter_mean = LOOP('three_quarter') * 0.88;
+    expect(result(checks(m), 'L6 model ¾ mean').pass).toBe(false);
+    // every column flagged and none within: nothing was judged, so nothing is shown
+    const n = good();
+    for (const d of ['adaptive', 'three_quarter', 'min_wake'] as const) censor(n[d], 0.8).rows!.three_quarter_mean = LOOP('three_quarter') * 0.88;
+    expect(result(checks(n), 'L6 model ¾ mean').measured).toMatch(/flagged by the exporter, not judged.*flagged.*flagged/);
+    expect(result(checks(n), 'L6 model ¾ mean').pass).toBe(false);
+  });
+  it('self-check on every run within 10 %', () => {
     const m = good();
     m.min_wake.selfError = -0.11;
     expect(result(checks(m), 'L6 self-check').pass).toBe(false);

@@ -43,9 +43,8 @@ describe('known-open VM checks', () => {
     for (const id of ['L6 model ½ mean', 'L6 model ¾ mean', 'L6 model classic']) expect(openCause(check({ id, scenario: 'legacy seed001 hpdrive' }))).toBeUndefined();
     // passing since the busy window charges the wake latency and hpdrive's reference holds the submit tail: gated everywhere
     for (const id of ['L6 model ½ mean', 'L6 model classic']) expect(openCause(check({ id, scenario: 'legacy seed004 hpdrive' }))).toBeUndefined();
-    // its ¾ row follows the lab's whole-µs io_poll_delay where the fed run's F_D is censored: open there only
-    expect(openCause(check({ id: 'L6 model ¾ mean', scenario: 'legacy seed004 hpdrive' }))).toBeDefined();
-    expect(openCause(check({ id: 'L6 model ¾ mean', scenario: 'legacy seed004 fio' }))).toBeUndefined();
+    // its ¾ row fed runs whose F_D is censored passes flagged by the exporter (unresolved ratio) since 2026-12-07: gated everywhere
+    for (const scenario of ['legacy seed004 hpdrive', 'legacy seed004 fio']) expect(openCause(check({ id: 'L6 model ¾ mean', scenario }))).toBeUndefined();
     for (const scenario of ['legacy seed001 hpdrive', 'legacy seed004 hpdrive']) expect(openCause(check({ id: 'L5 cpu', scenario }))).toBeUndefined();
     // tracing overhead on 5.10: at the bound on the 50 µs device, over it on the 30 µs one
     expect(openCause(check({ id: 'L8 unchanged', scenario: 'legacy seed001 hpdrive' }))).toBeDefined();
