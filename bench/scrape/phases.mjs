@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Where a scrape's time goes, in-process on the built modules (dist/): file reading (sysfs +
 // debugfs), the BPF request (fake loader, JSON parse, restart accumulator), the efficiency model,
-// building metric families, and rendering the text. Medians over the scrapes, per device count.
+// building metric families, and rendering the body (as served: UTF-8 bytes). Medians over the
+// scrapes, per device count.
 // Needs root for the fake loader (the BPF collector checks privileges before starting any loader).
 // Families and render are timed for each --histograms exposition on the same snapshot: `default`
 // (--bpf.histograms' default, io_latency with full buckets) and `all` (every histogram with full
@@ -28,7 +29,10 @@ const { SnapshotEngine } = await dist('snapshot/engine.js');
 const { liveReader } = await dist('snapshot/live.js');
 const { EfficiencyModel } = await dist('model/index.js');
 const { familiesOf } = await dist('metrics/index.js');
-const { render, processRegistry } = await dist('metrics/render.js');
+const { render, renderYielding, processRegistry } = await dist('metrics/render.js');
+// The body as the exporter serves it: UTF-8 bytes from renderYielding where the build has it (the
+// string render() is the tests' and adds a decode the server never does), else render().
+const renderServed = renderYielding ? (fams, reg) => renderYielding([() => fams], 'prometheus', reg) : (fams, reg) => render(fams, 'prometheus', reg);
 const { createLogger } = await dist('log.js');
 const { parseHistogramList } = await dist('metrics/bpf.js');
 
@@ -76,7 +80,7 @@ for (const n of opt.devices.split(',').map(Number)) {
       const t2 = performance.now();
       const fams = familiesOf(snap, variants[j].bpf ? { bpf: variants[j].bpf } : {});
       const t3 = performance.now();
-      const body = await render(fams, 'prometheus', reg);
+      const body = await renderServed(fams, reg);
       const t4 = performance.now();
       timed[j] = { families: t3 - t2, render: t4 - t3, body };
     }
@@ -88,7 +92,7 @@ for (const n of opt.devices.split(',').map(Number)) {
       t.families[j].push(timed[j].families);
       t.render[j].push(timed[j].render);
       t.total[j].push(t1 - t0 + timed[j].families + timed[j].render);
-      samples[j] = timed[j].body.split('\n').filter((l) => l && l[0] !== '#').length;
+      samples[j] = String(timed[j].body).split('\n').filter((l) => l && l[0] !== '#').length;
     });
     await new Promise((r) => setTimeout(r, 20)); // scrapes are seconds apart in life; let the loop breathe
   }
