@@ -43,6 +43,8 @@ export function deviceDashboard(c: BundleConfig): Dashboard {
       'short', `hybridpoll_model_in_flight_ios${D}`, undefined, 3))
     .withPanel(small('Unresolved share', 'Share of the device-time distribution the data cannot place (I/Os complete at wake-up below every exactly timed one). Above 0% the optimal sleep is an upper bound and the modelled oversleep a lower bound; `report` bounds or withholds its recommendation.',
       'percentunit', `hybridpoll_model_unresolved_ratio${D}`, undefined, 3))
+    .withPanel(small('Device time identified', 'Whether the data identify the device-time distribution (1) or not (0: at depth nearly every slept I/O was complete at wake-up, or over half of it is unresolved). At 0 the efficiency, wasted CPU, optimal sleep and what-if rows can be off either way; `report` withholds its recommendation at depth and bounds or withholds it at QD1.',
+      'bool', `hybridpoll_model_device_time_identified${D}`, undefined, 3))
     .withPanel(small('Oversleep share', 'Fraction of I/Os already complete when the poller woke up (model window).',
       'percentunit', `hybridpoll_oversleep_ratio${D}`, undefined, 3))
 

@@ -64,6 +64,15 @@ export function advise(t: Analysis): Pick<ModelTarget, 'recommendation' | 'advic
   const { current, best } = t;
   const budget = budgetOf(t);
   const cur = currentWords(t);
+  // At depth with (almost) every slept I/O found complete at its wake-up nothing times D: the
+  // other sleeps' CPU, classic polling's included, is not identified (deviceTimeIdentified).
+  if (!t.deviceTime.identified && t.depth) {
+    const over = t.measured?.oversleepRatio;
+    return {
+      advice: 'withheld',
+      recommendation: `${t.device}: the kernel ${cur}; recommendation withheld: ${over !== undefined ? pct(over) : 'nearly all'} of the slept I/Os were already complete at wake-up, so at this queue depth no device time was timed and no other sleep's CPU can be predicted. A shorter sleep, or classic polling for a while, would time them`,
+    };
+  }
   // Classic polling best on the model's placement is best whatever the unresolved times: placing
   // them lower only adds latency to every sleep and removes saving (WorstCase).
   if (best.sleepNs === 0) {

@@ -165,6 +165,12 @@ export interface ModelTarget {
     unresolved: number;
     /** mean found time the unresolved share is placed at (absent when the share is 0) */
     unresolvedAtNs?: number;
+    /**
+     * whether the data identify F_D (deviceTimeIdentified): false when most of it rests on
+     * where the model puts I/Os that were complete at wake-up, so E[D] and every figure that
+     * extrapolates to another sleep can be off either way
+     */
+    identified: boolean;
   };
   wakeOverhead: DistSummary & { source: 'measured' | 'default' };
   /** c_sw used, and whether it was measured ((iopoll − offcpu + wake_lat − spin) per sleep) or the default */

@@ -1,7 +1,7 @@
 // The model at the measured depth (src/model/depth.ts): the depth input, the era mapping, and
 // analyse() switching from the QD1 forms to the poller model only at depth.
 import { describe, expect, it } from 'vitest';
-import { analyse } from '../../src/model/analyse.js';
+import { analyse, deviceTimeIdentified, MIN_SPUN_AT_DEPTH } from '../../src/model/analyse.js';
 import { depthMix, DEPTH_THRESHOLD, deviceTimeAtDepth, meanInFlight, MIN_PASS_LOOKS, pollerCosts, pollerEra } from '../../src/model/depth.js';
 import { atom, mean, uniform } from '../../src/model/dist.js';
 import { Sampler, simulate } from '../../src/model/poller/index.js';
@@ -94,6 +94,36 @@ describe('analyse at depth', () => {
     expect(t.current).toMatchObject({ policy: 'iouring_half_min', sleepSource: 'kernel_estimate', sleepNs: 12_000 });
     expect(t.current.outcome.cpuNs).toBeLessThan(classic.cpuNs * 1.5);
     expect(t.wastedCpuCores).toBeCloseTo(((t.measured!.cpuPerIoNs - t.best.cpuNs) * t.measured!.iops) / 1e9, 9);
+  });
+});
+
+describe('whether the data identify F_D', () => {
+  it('at QD1 while at most half of it is unresolved; at depth while at least 1 % of the slept I/Os were spun for', () => {
+    expect(MIN_SPUN_AT_DEPTH).toBe(0.01);
+    expect(deviceTimeIdentified(0.5, false, 1)).toBe(true);
+    expect(deviceTimeIdentified(0.51, false, 0.2)).toBe(false);
+    // at depth the deconvolution places the unresolved share: what matters is whether any I/O was timed
+    expect(deviceTimeIdentified(0.81, true, 0.905)).toBe(true);
+    expect(deviceTimeIdentified(0, true, 0.9995)).toBe(false);
+    expect(deviceTimeIdentified(0, true, undefined)).toBe(true);
+  });
+
+  it('at depth with every slept I/O found complete at its wake-up: not identified, and the recommendation withheld', () => {
+    const r = prng(11);
+    const at = (sleepNs: number) => {
+      const { hists, counters } = simulatePoller({ n: 20_000, D: () => normal(r, 50_000, 1000), O: () => normal(r, 1500, 100), sleepNs, cswNs: 1500, kernelEstimate: true });
+      return analyse({ dev: '259:0', device: 'nvme0n1', seconds: 10, era: 'iouring_hybrid', release: '7.3.4', hists, counters: { ...counters, waits: 5000, inflight_sum: 20_000 } }, { latencyBudget: 0.1 })!;
+    };
+    const timed = at(12_000);
+    expect(timed.depth?.method).toBe('simulation');
+    expect(timed.deviceTime.identified).toBe(true);
+    expect(timed.advice).not.toBe('withheld');
+    const overslept = at(60_000);
+    expect(overslept.depth?.method).toBe('simulation');
+    expect(overslept.measured!.oversleepRatio).toBeGreaterThan(0.99);
+    expect(overslept.deviceTime.identified).toBe(false);
+    expect(overslept.advice).toBe('withheld');
+    expect(overslept.recommendation).toMatch(/100% of the slept I\/Os were already complete at wake-up, so at this queue depth no device time was timed/);
   });
 });
 
