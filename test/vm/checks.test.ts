@@ -43,6 +43,8 @@ interface Exp {
   progS?: Record<string, number>;
   /** the model's E[D], seconds */
   meanDS?: number;
+  /** hybridpoll_model_device_time_identified */
+  identified?: number;
   /** the model's mean in flight and how it was evaluated (hybridpoll_model_input_info depth) */
   inFlight?: number;
   depth?: 'qd1' | 'simulation';
@@ -76,6 +78,7 @@ function scrape(e: Exp): string {
   for (const [p, sec] of Object.entries(e.progS ?? {})) lines.push(`hybridpoll_bpf_program_run_seconds_total{program="${p}"} ${sec}`);
   if (e.selfError !== undefined) lines.push(`hybridpoll_model_cpu_error_ratio${d} ${e.selfError}`);
   if (e.meanDS !== undefined) lines.push(`hybridpoll_model_device_time_mean_seconds{device="nvme0n1"} ${e.meanDS}`);
+  if (e.identified !== undefined) lines.push(`hybridpoll_model_device_time_identified{device="nvme0n1"} ${e.identified}`);
   if (e.inFlight !== undefined) lines.push(`hybridpoll_model_in_flight_ios${d} ${e.inFlight}`);
   if (e.depth !== undefined) lines.push(`hybridpoll_model_input_info{device="nvme0n1",device_time="censored_km",wake_overhead="measured",switch_cost="measured",depth="${e.depth}"} 1`);
   if (e.classicPerIo !== undefined) lines.push(`hybridpoll_policy_cpu_seconds_per_io{device="nvme0n1",policy="classic"} ${e.classicPerIo}`);
@@ -240,9 +243,10 @@ describe('check 4 premise: the untraced runs repeat', () => {
 });
 
 describe('check 5 (model)', () => {
-  const mk = (o: { pred?: number; selfError?: number; meanDS?: number; classicMeanS?: number; overslept?: number }) => check5(new SessionRuns(session([
+  const mk = (o: { pred?: number; selfError?: number; meanDS?: number; classicMeanS?: number; overslept?: number; identified?: number }) => check5(new SessionRuns(session([
     withDevice(run('fentry', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, classicPerIo: o.pred ?? 400e-6,
-      selfError: o.selfError ?? 0.02, meanDS: o.meanDS ?? 52e-6, overslept: o.overslept ?? 1_000, spun: 10_000 - (o.overslept ?? 1_000) }), 50e-6),
+      selfError: o.selfError ?? 0.02, meanDS: o.meanDS ?? 52e-6, overslept: o.overslept ?? 1_000, spun: 10_000 - (o.overslept ?? 1_000),
+      ...(o.identified !== undefined ? { identified: o.identified } : {}) }), 50e-6),
     withDevice(run('fentry', 'poll', driver('poll', 20_000, 8, 0), { polled: 20_000, sleeps: 0, spinS: 7 }), o.classicMeanS ?? 50e-6),
   ])), SC);
   it('compares the prediction from the hybrid run with the classic run of the same repetition (±10%)', () => {
@@ -254,6 +258,21 @@ describe('check 5 (model)', () => {
     expect(find(mk({ selfError: -0.11 }), 'self-check').pass).toBe(false);
     expect(find(mk({ meanDS: 54e-6 }), 'mean device time').pass).toBe(true); // +8%
     expect(find(mk({ meanDS: 56e-6 }), 'mean device time').pass).toBe(false); // +12%
+  });
+  it('passes E[D] and the classic prediction outside the bound only where the exporter flags them not identified, and says so', () => {
+    const flagged = mk({ meanDS: 40e-6, pred: 400e-6 * 0.78, overslept: 9_995, identified: 0 });
+    expect(find(flagged, 'mean device time').pass).toBe(true);
+    expect(find(flagged, 'mean device time').measured).toMatch(/\(-20\.0%; the exporter flags it not identified \(hybridpoll_model_device_time_identified 0\): not judged\)/);
+    expect(find(flagged, 'predicts classic').pass).toBe(true);
+    expect(find(flagged, 'predicts classic').measured).toMatch(/not identified .*: not judged$/);
+    // identified (1) or not exported: judged
+    for (const identified of [1, undefined]) {
+      const judged = mk({ meanDS: 40e-6, pred: 400e-6 * 0.78, ...(identified !== undefined ? { identified } : {}) });
+      expect(find(judged, 'mean device time').pass).toBe(false);
+      expect(find(judged, 'predicts classic').pass).toBe(false);
+    }
+    // flagged but within the bound: passes, the flag printed
+    expect(find(mk({ meanDS: 52e-6, identified: 0 }), 'mean device time').measured).toMatch(/flags it not identified[^:]*\)$/);
   });
   it('judges deeper runs by the model at depth, with the exporter\'s depth against the driver\'s (±5%)', () => {
     const deep = (e: Partial<Exp>) => check5(new SessionRuns(session([run('fentry', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, classicPerIo: 400e-6, selfError: 0.04, ...e })])), { ...SC, qd: 4 });

@@ -41,6 +41,8 @@ export interface ExporterFigures {
   modelIouringSleep: number | undefined;
   /** the model's E[D] (hybridpoll_model_device_time_mean_seconds) */
   modelMeanDeviceTime: number | undefined;
+  /** the exporter's hybridpoll_model_device_time_identified (0: E[D] and the other sleeps' rows not identified) */
+  modelIdentified: number | undefined;
   /** the model's self-check: modelled cpu(current) / measured CPU per I/O − 1 */
   modelSelfError: number | undefined;
   /** hybridpoll_model_ring_shared after the run: 1 when a ring over several devices polls the device (its model figures withheld) */
@@ -232,6 +234,7 @@ export function exporterFigures(r: RunRecord, majmin?: string): ExporterFigures 
     deviceTimeSourceBefore: select(b, 'hybridpoll_model_input_info', dev)[0]?.labels.device_time,
     modelIouringSleep: value(a, 'hybridpoll_policy_sleep_seconds', { ...dev, policy: 'iouring_half_min' }),
     modelMeanDeviceTime: value(a, 'hybridpoll_model_device_time_mean_seconds', dev),
+    modelIdentified: value(a, 'hybridpoll_model_device_time_identified', dev),
     currentSleep: value(a, 'hybridpoll_current_sleep_seconds', dev),
     optimalSleep: value(a, 'hybridpoll_optimal_sleep_seconds', dev),
     programSeconds: perProgram(b, a, 'hybridpoll_bpf_program_run_seconds_total'),

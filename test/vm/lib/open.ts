@@ -16,10 +16,6 @@ export interface OpenCheck {
   cause: string;
 }
 
-// Measured on the virtual-time runs of the model at depth (issue 15; since 2026-12-04 F_D is deconvolved from rq_lat):
-const DEPTH_FD =
-  'at depth every slept I/O on this fixed-time device is found complete at its wake-up (censored: 1994 of 1997 at QD4, 249 of 249 at QD16, 61 of 61 at QD64), so the found times bound D from above only. F_D is deconvolved from the rq_lat histogram with the simulated poller\'s wait as the kernel, its mean then fitted to rq_lat\'s (src/model/depth.ts fitDeviceTime, deconvolve.ts); where every I/O is found at the wake-up rq_lat barely depends on how D is spread, so D is not identified (on the 20/100 µs two-point device, where some I/Os are spun for, E[D] is within +3.5 %). The CPU figures built on it hold: self-check and classic prediction pass at every depth (issue 15)';
-
 export const OPEN_CHECKS: readonly OpenCheck[] = [
   {
     id: '4 unchanged', scenario: /^qd4-fixed50$/, title: /^hybrid under (fentry|tracepoint)/,
@@ -32,11 +28,6 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
   {
     id: '4 totals', scenario: /^(qd4-fixed50|qd16-fixed50|qd64-fixed50|qd4-twopoint|qd1-nvme)$/, title: /^hybrid: spin after sleeps/,
     cause: 'the tracepoint path\'s spin after a sleep can only end at block_rq_complete, which for a batch of polled completions (at depth; the nvme driver\'s nvme_pci_complete_batch) fires after io_uring\'s poll call has returned, later than the fentry path\'s end of the reaping pass (docs/validation.md, "The two paths agree on one run"): tracepoint vs fentry +48.7 % (QD4), +26.3 % (QD16), +10.5 % (QD64), +30.4 % (qd4-twopoint), +60.2 % (qd1-nvme), full profile 2026-12-07 00:25, since the completion reads its clock first (2026-12-03: +72.8, +39.2, +15.4, +46.8, +86.8 %); QD1 on hpsim agrees (the tracepoint path, src/bpf; issue 13)',
-  },
-  { id: '5 device time', scenario: /^qd(4|16|64)-fixed50$/, cause: `model E[D] −12.5 / −13.0 % (QD4, CI profile, two boots on 2026-12-04), −13.9 % (20,000 I/Os), −15.6 … −18.1 % (three boots of 2026-12-07, the fentry programs one lookup cheaper per slept I/O), −22.7 % (CI 02:38, task state in an array: the programs ≈ 1 µs cheaper per hybrid I/O), −31.6 / −32.6 % (QD16), +227.6 / +221.7 % (QD64) against the device's 50 µs; before the deconvolution +13 … +21, +21 … +22 and +327 … +328 %: ${DEPTH_FD}` },
-  {
-    id: '5 model', scenario: /^qd4-fixed50$/,
-    cause: `the classic prediction follows the model's E[D], which this device does not identify at QD4 (5 device time): a 0.4 µs shorter hybrid rq_lat (72.9 against 73.2–73.4 µs; the fentry path's slept I/O finds its calibration in its fdev block, 2026-12-07) moved the fitted E[D] from 44.2–45.7 to 41.0–42.2 µs and the prediction from −5.5 / +4.1 / −2.0 % (three CI boots of 2026-12-06) to −12.1 / −9.3 / −11.3 % (three of 2026-12-07); with task state in an array (≈ 1 µs per hybrid I/O cheaper, 02:38) E[D] 38.6 µs and the prediction −21.6 %. Where F_D is measured (qd4-twopoint) the prediction passes: ${DEPTH_FD}`,
   },
   {
     id: '5 self-check', scenario: /^rings2-qd1-fixed50$/,
