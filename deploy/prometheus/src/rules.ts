@@ -46,8 +46,12 @@ export function recordingRules(c: BundleConfig): RuleGroup<RecordingRule> {
   return {
     name: 'hybridpoll.rules',
     rules: [
-      // CPU-seconds per second = cores.
-      { record: n.deviceWastedCores, expr: `rate(hybridpoll_wasted_cpu_seconds_total{${s}}[${w}])` },
+      // CPU-seconds per second = cores. Not where the exporter flags the device time as not
+      // identified: its best sleep, and so its waste, is then a guess (the counter still shows it).
+      {
+        record: n.deviceWastedCores,
+        expr: `rate(hybridpoll_wasted_cpu_seconds_total{${s}}[${w}]) unless on (${byNode}, device) (hybridpoll_model_device_time_identified{${s}} == 0)`,
+      },
       { record: n.nodeWastedCores, expr: `sum by (${byNode}) (${n.deviceWastedCores})` },
       { record: n.devicePolledIops, expr: `rate(hybridpoll_polled_ios_total{${s}}[${w}])` },
       { record: n.nodePolledIops, expr: `sum by (${byNode}) (${n.devicePolledIops})` },
