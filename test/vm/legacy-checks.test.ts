@@ -95,6 +95,8 @@ interface Fig {
   devSpun?: number;
   /** the model's hybridpoll_model_unresolved_ratio (absent: not exposed) */
   unresolved?: number;
+  /** the model's hybridpoll_model_device_time_identified (absent: not exposed) */
+  identified?: number;
   /** rq_complete's run time over the run (bpf_stats), seconds */
   rqCompleteSeconds?: number;
   /** polled I/Os in the model's window (default: the run's) */
@@ -139,6 +141,7 @@ function run(delay: DelayMode, f: Fig): LegacyRun {
     `hybridpoll_poll_device_time_seconds_count{${d}} ${f.devSpun ?? 0}`,
     `hybridpoll_poll_device_time_seconds_sum{${d}} 1`,
     ...(f.unresolved !== undefined ? [`hybridpoll_model_unresolved_ratio{${d}} ${f.unresolved}`] : []),
+    ...(f.identified !== undefined ? [`hybridpoll_model_device_time_identified{${d}} ${f.identified}`] : []),
     ...(f.rqCompleteSeconds !== undefined ? [`hybridpoll_bpf_program_run_seconds_total{program="rq_complete"} ${f.rqCompleteSeconds}`] : []),
     ...rows,
   ].join('\n');
@@ -266,23 +269,23 @@ describe('legacy checks', () => {
     expect(result(checks(m), 'L6 self-check').pass).toBe(false);
   });
   it('model rows fed a run over 50 % censored: out of the bound passes only flagged by the exporter, and one column must be within', () => {
-    const censor = (f: Fig, unresolved?: number) => Object.assign(f, { foundSlept: 5000, devSpun: 1000 }, unresolved === undefined ? {} : { unresolved });
+    const censor = (f: Fig, unresolved?: number) => Object.assign(f, { foundSlept: 5000, devSpun: 1000 }, unresolved === undefined ? {} : { unresolved, identified: unresolved > 0.5 ? 0 : 1 });
     const g = good();
     censor(g.min_wake, 0.8).rows!.three_quarter_mean = LOOP('three_quarter') * 0.88;
     const c = result(checks(g), 'L6 model ¾ mean');
     expect(c.pass).toBe(true);
-    expect(c.measured).toMatch(/fed min − wake: predicted .* \(-12\.0%; F_D not measured, 83% censored, unresolved ratio 0\.80: flagged by the exporter, not judged\)/);
-    // the exporter did not flag it (no unresolved share, or the series missing): judged, and out
+    expect(c.measured).toMatch(/fed min − wake: predicted .* \(-12\.0%; F_D not measured, 83% censored, unresolved ratio 0\.80, identified 0: flagged by the exporter, not judged\)/);
+    // the exporter did not flag it (identified, or the series missing): judged, and out
     const h = good();
-    censor(h.min_wake, 0).rows!.three_quarter_mean = LOOP('three_quarter') * 0.88;
-    expect(result(checks(h), 'L6 model ¾ mean').measured).toMatch(/unresolved ratio 0\.00: NOT flagged/);
+    censor(h.min_wake, 0.3).rows!.three_quarter_mean = LOOP('three_quarter') * 0.88;
+    expect(result(checks(h), 'L6 model ¾ mean').measured).toMatch(/unresolved ratio 0\.30, identified 1: NOT flagged/);
     expect(result(checks(h), 'L6 model ¾ mean').pass).toBe(false);
     const k = good();
     censor(k.min_wake).rows!.three_quarter_mean = LOOP('three_quarter') * 0.88;
     expect(result(checks(k), 'L6 model ¾ mean').pass).toBe(false);
     // 50 % or fewer censored: judged as any run
     const m = good();
-    Object.assign(m.min_wake, { foundSlept: 3000, devSpun: 3000, unresolved: 0.4 }).rows!.three_quarter_mean = LOOP('three_quarter') * 0.88;
+    Object.assign(m.min_wake, { foundSlept: 3000, devSpun: 3000, unresolved: 0.6, identified: 0 }).rows!.three_quarter_mean = LOOP('three_quarter') * 0.88;
     expect(result(checks(m), 'L6 model ¾ mean').pass).toBe(false);
     // every column flagged and none within: nothing was judged, so nothing is shown
     const n = good();
