@@ -269,6 +269,7 @@ describe('check 5 (model)', () => {
     for (const identified of [1, undefined]) {
       const judged = mk({ meanDS: 40e-6, pred: 400e-6 * 0.78, ...(identified !== undefined ? { identified } : {}) });
       expect(find(judged, 'mean device time').pass).toBe(false);
+      expect(find(judged, 'mean device time').measured).toMatch(identified ? /judged: the exporter flags it identified/ : /judged: no identification flag/);
       expect(find(judged, 'predicts classic').pass).toBe(false);
     }
     // flagged but within the bound: passes, the flag printed

@@ -124,7 +124,8 @@ export function worstOf<T extends { err: number }>(xs: readonly T[]): T | undefi
 /** What a run's exporter said of a figure's identification, where it matters: outside the bound, or flagged. */
 function flaggedText(r: RunFigures, err: number): string {
   if (r.exporter?.modelIdentified === 0) return `; the exporter flags it not identified (hybridpoll_model_device_time_identified 0)${within(err, BOUNDS.model) ? '' : ': not judged'}`;
-  return within(err, BOUNDS.model) ? '' : '; identified by the exporter\'s flag';
+  if (within(err, BOUNDS.model)) return '';
+  return r.exporter?.modelIdentified === 1 ? '; judged: the exporter flags it identified' : '; judged: no identification flag';
 }
 
 /** Worst case over runs of a within-run comparison. */
