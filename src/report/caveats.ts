@@ -4,6 +4,8 @@ import { aboveClassicCause, belowBestCause, OVERSLEEP_MARGIN, type ModelTarget }
 import { duration, percent } from './units.js';
 
 export interface Caveats {
+  /** F_D not identified by the data (ModelTarget.deviceTime.identified false); absent otherwise */
+  identified?: string;
   /** the share of F_D the data cannot place; absent when 0 */
   unresolved?: string;
   /** modelled and measured oversleep disagree beyond the margin */
@@ -17,6 +19,12 @@ export interface Caveats {
 export function caveats(t: ModelTarget): Caveats {
   const out: Caveats = {};
   const u = t.deviceTime.unresolved;
+  if (!t.deviceTime.identified) {
+    const why = t.depth
+      ? `at this queue depth under 1% of the slept I/Os were still pending at wake-up (${t.measured?.oversleepRatio === undefined ? 'nearly all' : percent(t.measured.oversleepRatio)} overslept), so no device time was timed`
+      : `over half of it (${percent(u)}) is unresolved`;
+    out.identified = `the device time is not identified: ${why}. E[D] and every figure for another sleep (the what-if rows, the optimal sleep, efficiency, wasted CPU) rest on where the model put it and can be off either way; the self-check at the current sleep still holds`;
+  }
   if (u > 0) {
     out.unresolved = `${percent(u)} of I/Os complete at wake-up below every exact sample: their device time is unknown below the found time ${duration(t.deviceTime.unresolvedAtNs ?? 0)}, where the model puts them (the most the data allow), so the modelled oversleep and added latency are lower bounds and the optimal sleep an upper bound`;
   }

@@ -200,7 +200,7 @@ ${t.policies.map((p) => row(p.policy, p, p.policy === 'best_static' ? 'optimal' 
 /** The device's caveats as a list; nothing when there are none. */
 function caveatList(d: ReportDevice): string {
   const c = d.caveats;
-  const items = ([['unresolved', c.unresolved], ['oversleep check', c.oversleep], ['efficiency', c.efficiency], ['wasted CPU', c.wastedCpu]] as const).filter(([, v]) => v !== undefined);
+  const items = ([['not identified', c.identified], ['unresolved', c.unresolved], ['oversleep check', c.oversleep], ['efficiency', c.efficiency], ['wasted CPU', c.wastedCpu]] as const).filter(([, v]) => v !== undefined);
   if (items.length === 0) return '';
   return `<ul class="caveats">${items.map(([k, v]) => `<li data-caveat="${esc(k)}"><b>${esc(k)}:</b> ${esc(v!)}</li>`).join('')}</ul>`;
 }

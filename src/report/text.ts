@@ -45,6 +45,7 @@ function device(d: ReportDevice): string[] {
   const dt = t.deviceTime;
   const notes = d.caveats;
   kv('device time D', `mean ${duration(dt.meanNs)}, p50 ${duration(dt.p50Ns)}, p99 ${duration(dt.p99Ns)} (${dt.source}: ${integer(dt.samples)} samples, ${integer(dt.censored)} censored)`);
+  if (notes.identified) kv('not identified', notes.identified);
   if (notes.unresolved) kv('unresolved', notes.unresolved);
   // at depth the model runs on F_D fitted to rq_lat (src/model/depth.ts fitDeviceTime), not on the estimate above
   if (t.depth?.method === 'simulation') kv('at depth', `${t.depth.meanInFlight.toFixed(1)} I/Os in flight per wait: the model simulates the poller there, on D fitted to the measured latency (mean ${duration(t.depth.meanDeviceNs)})`);

@@ -2,6 +2,7 @@
 // analyse() switching from the QD1 forms to the poller model only at depth.
 import { describe, expect, it } from 'vitest';
 import { analyse, deviceTimeIdentified, MIN_SPUN_AT_DEPTH } from '../../src/model/analyse.js';
+import { caveats } from '../../src/report/caveats.js';
 import { depthMix, DEPTH_THRESHOLD, deviceTimeAtDepth, meanInFlight, MIN_PASS_LOOKS, pollerCosts, pollerEra } from '../../src/model/depth.js';
 import { atom, mean, uniform } from '../../src/model/dist.js';
 import { Sampler, simulate } from '../../src/model/poller/index.js';
@@ -124,6 +125,20 @@ describe('whether the data identify F_D', () => {
     expect(overslept.deviceTime.identified).toBe(false);
     expect(overslept.advice).toBe('withheld');
     expect(overslept.recommendation).toMatch(/100% of the slept I\/Os were already complete at wake-up, so at this queue depth no device time was timed/);
+    // the report says why, beside the figures it shows
+    expect(caveats(overslept).identified).toMatch(/^the device time is not identified: at this queue depth under 1% of the slept I\/Os were still pending at wake-up \(100\.0% overslept\)/);
+    expect(caveats(timed).identified).toBeUndefined();
+  });
+
+  it('at QD1 with every slept I/O found complete at its wake-up: not identified (all unresolved), the QD1 advice kept', () => {
+    const r = prng(12);
+    const { hists, counters } = simulatePoller({ n: 20_000, D: () => normal(r, 50_000, 1000), O: () => normal(r, 1500, 100), sleepNs: 60_000, cswNs: 1500, kernelEstimate: true });
+    const t = analyse({ dev: '259:0', device: 'nvme0n1', seconds: 10, era: 'iouring_hybrid', release: '7.3.4', hists, counters }, OPTS)!;
+    expect(t.depth).toBeUndefined();
+    expect(t.deviceTime.unresolved).toBeGreaterThan(0.5);
+    expect(t.deviceTime.identified).toBe(false);
+    expect(caveats(t).identified).toMatch(/^the device time is not identified: over half of it \(\d+(\.\d)?%\) is unresolved/);
+    expect(t.recommendation).not.toMatch(/at this queue depth/);
   });
 });
 

@@ -146,6 +146,9 @@ describe.skipIf(!built)('report on closed-form recordings', () => {
       expect(text.includes('  unresolved  '), 'text').toBe(u > 0);
       expect(html.includes('data-caveat="unresolved"'), 'html').toBe(u > 0);
       expect(json.devices[0]!.caveats.unresolved !== undefined, 'json').toBe(u > 0);
+      // and "not identified" where over half of F_D is unresolved (QD1)
+      expect(text.includes('not identified'), 'text').toBe(u > 0.5);
+      expect(html.includes('data-caveat="not identified"'), 'html').toBe(u > 0.5);
       if (u > 0) expect(text).toContain(`[${t.advice}]`);
       expect(text).not.toMatch(/NaN|undefined|Infinity/);
     });
