@@ -291,7 +291,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
     device: w.device,
     dev: w.dev,
     windowSeconds: w.seconds,
-    deviceTime: deviceTimeState(dt, unresolved, deviceTimeIdentified(unresolved, depth !== undefined, oversleepRatio(w))),
+    deviceTime: deviceTimeState(dt, unresolved, deviceTimeIdentified(unresolved, depth !== undefined, sleptJudged(w))),
     wakeOverhead: { ...summary(fO), source: wakeDist ? 'measured' : 'default' },
     switchCostNs: csw.ns,
     switchCostSource: csw.source,
@@ -331,29 +331,36 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
 /** Shared poll calls per polled I/O above which a device counts as polled by a ring over several devices. */
 export const SHARED_RING_POLLS_PER_IO = 0.01;
 
+/** The window's slept I/Os, judged: found complete at the wake-up (overslept) or still pending and spun for. */
+export function sleptJudged(w: DeviceWindow): { overslept: number; spun: number } {
+  return { overslept: counter(w, 'overslept') ?? w.hists.found_slept?.count ?? 0, spun: counter(w, 'spun') ?? w.hists.dev_spun?.count ?? 0 };
+}
+
 /** Measured.oversleepRatio: overslept / (overslept + spun) of the window's slept I/Os; undefined when none was judged. */
 export function oversleepRatio(w: DeviceWindow): number | undefined {
-  const overslept = counter(w, 'overslept') ?? w.hists.found_slept?.count ?? 0;
-  const spun = counter(w, 'spun') ?? w.hists.dev_spun?.count ?? 0;
+  const { overslept, spun } = sleptJudged(w);
   return overslept + spun > 0 ? overslept / (overslept + spun) : undefined;
 }
 
 /**
  * Below this share of the slept I/Os still pending at their wake-up (timed exactly while spun for),
- * F_D at depth is not identified: the found times bound D from above only and rq_lat, which the
- * depth fit deconvolves, barely depends on D when every I/O waits for a wake-up instead. Measured
- * on the virtual-time bed (docs/validation.md, "The model at depth"): 9 % spun for gave E[D]
- * within 4 %; 0.05–0.2 % gave −31 … +227 %, moving from boot to boot.
+ * or below MIN_SAMPLES of them, F_D at depth is not identified: the found times bound D from above
+ * only and rq_lat, which the depth fit deconvolves, barely depends on D when every I/O waits for a
+ * wake-up instead. Measured on the virtual-time bed (docs/validation.md, "The model at depth"):
+ * 806 of 8773 (9 %) spun for gave E[D] within 4 %; 0–11 of up to 10,000 gave −31 … +243 %, moving
+ * from boot to boot (1 of 61 at QD64 in a short run: +243 %).
  */
 export const MIN_SPUN_AT_DEPTH = 0.01;
 
 /**
  * ModelTarget.deviceTime.identified: at QD1 (closed forms on the product-limit F_D) while at most
- * half of F_D is unresolved; at depth while at least MIN_SPUN_AT_DEPTH of the judged slept I/Os
- * were spun for (none judged: nothing slept, F_D from exact or rq_lat samples).
+ * half of F_D is unresolved; at depth while at least MIN_SAMPLES and MIN_SPUN_AT_DEPTH of the
+ * judged slept I/Os were spun for (none judged: nothing slept, F_D from exact or rq_lat samples).
  */
-export function deviceTimeIdentified(unresolved: number, atDepth: boolean, oversleep: number | undefined): boolean {
-  return atDepth ? !(oversleep !== undefined && 1 - oversleep < MIN_SPUN_AT_DEPTH) : !(unresolved > 0.5);
+export function deviceTimeIdentified(unresolved: number, atDepth: boolean, slept: { overslept: number; spun: number }): boolean {
+  if (!atDepth) return !(unresolved > 0.5);
+  const judged = slept.overslept + slept.spun;
+  return judged === 0 || (slept.spun >= MIN_SAMPLES && slept.spun >= MIN_SPUN_AT_DEPTH * judged);
 }
 
 /** ModelTarget.deviceTime: F_D's summary and where it came from (`unresolved`: its unresolved share). */

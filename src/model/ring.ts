@@ -5,7 +5,7 @@
 // ring whole: the poller model (poller/) over the ring's devices, each with its own F_D and share
 // of the I/Os, at the ring's depth, on the ring's summed costs; each device gets its part. Pure.
 import { advise } from './advice.js';
-import { analyse, checkOversleep, counter, currentSleep, DEFAULT_SWITCH_COST_NS, deviceTimeIdentified, deviceTimeState, DEFAULT_WAKE_OVERHEAD_NS, detectPolicy, deviceTime, MIN_SAMPLES, oversleepRatio, sharedRing, sleepOnCpu, switchCost, unresolvedBound, wakeOverhead } from './analyse.js';
+import { analyse, checkOversleep, counter, currentSleep, DEFAULT_SWITCH_COST_NS, deviceTimeIdentified, deviceTimeState, DEFAULT_WAKE_OVERHEAD_NS, detectPolicy, deviceTime, MIN_SAMPLES, oversleepRatio, sharedRing, sleptJudged, sleepOnCpu, switchCost, unresolvedBound, wakeOverhead } from './analyse.js';
 import { depthMix, deviceTimesAtDepth, meanInFlight, pollerCosts, pollerEra } from './depth.js';
 import { atom, calibratedDist, mean, summary } from './dist.js';
 import { filledBuckets, histSum } from './hist.js';
@@ -172,7 +172,7 @@ export function analyseRing(ws: readonly DeviceWindow[], opts: AnalyseOptions): 
       dev: w.dev,
       windowSeconds: w.seconds,
       // the ring is always evaluated at depth (simulation)
-      deviceTime: deviceTimeState(dt, unresolved, deviceTimeIdentified(unresolved, true, oversleep)),
+      deviceTime: deviceTimeState(dt, unresolved, deviceTimeIdentified(unresolved, true, sleptJudged(w))),
       wakeOverhead: { ...summary(fO), source: wakeDist ? 'measured' : 'default' },
       switchCostNs: csw.ns,
       switchCostSource: csw.source,
