@@ -7,7 +7,7 @@ import * as stat from '@grafana/grafana-foundation-sdk/stat';
 import * as table from '@grafana/grafana-foundation-sdk/table';
 import * as timeseries from '@grafana/grafana-foundation-sdk/timeseries';
 import type { BundleConfig } from '../../deploy/prometheus/src/config.js';
-import { recordNames } from '../../deploy/prometheus/src/rules.js';
+import { identifiedOnly, recordNames } from '../../deploy/prometheus/src/rules.js';
 import { CORES, Selectors, dashboard, lastValue, legendTable, setup, tableTransforms } from './common.js';
 
 export function fleetDashboard(c: BundleConfig): Dashboard {
@@ -16,7 +16,8 @@ export function fleetDashboard(c: BundleConfig): Dashboard {
   const N = s.node();
   const D = s.device();
   const node = c.nodeLabel;
-  const eff = `clamp(hybridpoll_sleep_efficiency_ratio${D}, 0, 1)`;
+  // η of devices whose device time is identified (the drill-down shows every device's, with its flag)
+  const eff = `clamp(${identifiedOnly(c, `hybridpoll_sleep_efficiency_ratio${D}`, D)}, 0, 1)`;
   const stacked = new common.StackingConfigBuilder().mode(common.StackingMode.Normal);
 
   const bigNumber = (title: string, description: string, unit: string, expr: string) =>
@@ -39,7 +40,7 @@ export function fleetDashboard(c: BundleConfig): Dashboard {
       CORES, `sum(${r.nodeSpinCores}${N})`))
     .withPanel(bigNumber('Polled IOPS', 'Polled I/Os completed per second on the selected nodes.',
       'iops', `sum(${r.nodePolledIops}${N})`))
-    .withPanel(bigNumber('Median efficiency', 'Median over the selected devices of the sleep efficiency η, clamped to 0–1: 100% = as good as the best static sleep, 0% = no better than classic polling.',
+    .withPanel(bigNumber('Median efficiency', 'Median over the selected devices of the sleep efficiency η, clamped to 0–1: 100% = as good as the best static sleep, 0% = no better than classic polling. Devices whose device time is not identified (hybridpoll_model_device_time_identified 0) are left out.',
       'percentunit', `quantile(0.5, ${eff})`))
 
     .withRow(new RowBuilder('Wasted CPU'))
@@ -80,13 +81,13 @@ export function fleetDashboard(c: BundleConfig): Dashboard {
     .withRow(new RowBuilder('Efficiency'))
     .withPanel(setup(new histogram.PanelBuilder(), {
       title: 'Efficiency distribution',
-      description: 'How many devices sit at each sleep efficiency now (η clamped to 0–1, buckets of 10%). A pile at 0% means the kernel\'s sleep saves nothing over classic polling.',
+      description: 'How many devices sit at each sleep efficiency now (η clamped to 0–1, buckets of 10%; devices whose device time is identified). A pile at 0% means the kernel\'s sleep saves nothing over classic polling.',
       unit: 'percentunit',
       queries: [{ expr: eff, instant: true, legend: `{{${node}}} {{device}}` }],
     }).bucketSize(0.1).bucketOffset(0).combine(true))
     .withPanel(setup(new timeseries.PanelBuilder(), {
       title: 'Efficiency percentiles across devices',
-      description: '10th, 50th and 90th percentile of η over the selected devices (clamped to 0–1).',
+      description: '10th, 50th and 90th percentile of η over the selected devices whose device time is identified (clamped to 0–1).',
       unit: 'percentunit',
       queries: [0.1, 0.5, 0.9].map((q) => ({ expr: `quantile(${q}, ${eff})`, legend: `p${q * 100}` })),
     }).legend(legendTable()).min(0).max(1))

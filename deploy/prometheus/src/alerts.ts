@@ -2,7 +2,7 @@
 // summary ending in a period, a templated description. runbook_url is added afterwards by
 // addRunbookLinks, in one place.
 import type { BundleConfig } from './config.js';
-import { recordNames, type AlertingRule, type RuleGroup } from './rules.js';
+import { identifiedOnly, recordNames, type AlertingRule, type RuleGroup } from './rules.js';
 
 export function alertRules(c: BundleConfig): RuleGroup<AlertingRule> {
   const n = recordNames(c);
@@ -39,7 +39,7 @@ export function alertRules(c: BundleConfig): RuleGroup<AlertingRule> {
       },
       {
         alert: 'HybridPollEfficiencyLow',
-        expr: `hybridpoll_sleep_efficiency_ratio{${s}} < ${t.efficiencyMin} and ${n.devicePolledIops} > ${t.efficiencyBusyIops}`,
+        expr: `(${identifiedOnly(c, `hybridpoll_sleep_efficiency_ratio{${s}} < ${t.efficiencyMin}`)}) and ${n.devicePolledIops} > ${t.efficiencyBusyIops}`,
         for: t.efficiencyFor,
         labels: { severity: 'info' },
         annotations: {

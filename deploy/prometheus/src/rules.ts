@@ -38,6 +38,15 @@ export function recordNames(c: BundleConfig) {
   } as const;
 }
 
+/**
+ * `expr` without the devices whose device time the exporter flags as not identified: their best
+ * sleep, and so their efficiency and waste, is then a guess (the exporter still exports it, and
+ * the device drill-down shows it beside the flag). `selector` selects the flag's series.
+ */
+export function identifiedOnly(c: BundleConfig, expr: string, selector = `{${c.selector}}`): string {
+  return `${expr} unless on (${nodeGrouping(c)}, device) (hybridpoll_model_device_time_identified${selector} == 0)`;
+}
+
 export function recordingRules(c: BundleConfig): RuleGroup<RecordingRule> {
   const n = recordNames(c);
   const s = c.selector;
@@ -46,12 +55,8 @@ export function recordingRules(c: BundleConfig): RuleGroup<RecordingRule> {
   return {
     name: 'hybridpoll.rules',
     rules: [
-      // CPU-seconds per second = cores. Not where the exporter flags the device time as not
-      // identified: its best sleep, and so its waste, is then a guess (the counter still shows it).
-      {
-        record: n.deviceWastedCores,
-        expr: `rate(hybridpoll_wasted_cpu_seconds_total{${s}}[${w}]) unless on (${byNode}, device) (hybridpoll_model_device_time_identified{${s}} == 0)`,
-      },
+      // CPU-seconds per second = cores, where the device time is identified (the counter counts on).
+      { record: n.deviceWastedCores, expr: identifiedOnly(c, `rate(hybridpoll_wasted_cpu_seconds_total{${s}}[${w}])`) },
       { record: n.nodeWastedCores, expr: `sum by (${byNode}) (${n.deviceWastedCores})` },
       { record: n.devicePolledIops, expr: `rate(hybridpoll_polled_ios_total{${s}}[${w}])` },
       { record: n.nodePolledIops, expr: `sum by (${byNode}) (${n.devicePolledIops})` },
