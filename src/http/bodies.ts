@@ -14,6 +14,13 @@ import type { Snapshot } from '../snapshot/types.js';
 const EOF = Buffer.from('# EOF\n');
 const deflateRaw = promisify(deflateRawCb);
 
+/**
+ * zlib's fastest level. At 64 devices it deflates the body in 3.0 ms where level 6 took 8.3 (every
+ * histogram: 4.4 against 16.9 ms), a quarter of a collection's CPU, for 33 % more bytes (95 against
+ * 71 kB; 183 against 154 kB): about 6 kB/s more at a 15 s scrape, against CPU on every node.
+ */
+const DEFLATE_LEVEL = 1;
+
 /** How the body goes out: gzip when the client accepts it (Prometheus always does). */
 export type Encoding = 'gzip' | 'identity';
 
@@ -108,7 +115,7 @@ export class ScrapeBodies {
   private cachedDeflated(snap: Snapshot, format: Format): Promise<Deflated> {
     return once(this.compressed, snap, format, () =>
       this.cached(snap, format).then(async (b) => ({
-        deflated: await deflateRaw(b, { level: 6, finishFlush: constants.Z_SYNC_FLUSH }),
+        deflated: await deflateRaw(b, { level: DEFLATE_LEVEL, finishFlush: constants.Z_SYNC_FLUSH }),
         crc: crc32(b),
         size: b.length,
       })));
