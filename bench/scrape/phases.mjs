@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Where a scrape's time goes, in-process on the built modules (dist/): file reading (sysfs +
 // debugfs), the BPF request (fake loader, JSON parse, restart accumulator), the efficiency model,
-// building metric families, and rendering the body (as served: UTF-8 bytes). Medians over the
-// scrapes, per device count.
+// building metric families, rendering the body (as served: UTF-8 bytes) and deflating it (at the
+// build's level; builds before it was exported deflated at 6). Medians over the scrapes, per device count.
 // Needs root for the fake loader (the BPF collector checks privileges before starting any loader).
 // Families and render are timed for each --histograms exposition on the same snapshot: `default`
 // (--bpf.histograms' default, io_latency with full buckets) and `all` (every histogram with full
@@ -11,6 +11,7 @@
 //   node bench/scrape/phases.mjs --histograms all     (only one exposition; repeat to add more)
 //   node bench/scrape/phases.mjs --root /tmp/base      (the same on a built older checkout)
 import { resolve } from 'node:path';
+import { constants, deflateRawSync } from 'node:zlib';
 import { parseArgs } from 'node:util';
 import { makeHost } from './tree.mjs';
 
@@ -34,6 +35,7 @@ const { render, renderYielding, processRegistry } = await dist('metrics/render.j
 // string render() is the tests' and adds a decode the server never does), else render().
 const renderServed = renderYielding ? (fams, reg) => renderYielding([() => fams], 'prometheus', reg) : (fams, reg) => render(fams, 'prometheus', reg);
 const { createLogger } = await dist('log.js');
+const { DEFLATE_LEVEL = 6 } = await dist('http/bodies.js');
 const { parseHistogramList } = await dist('metrics/bpf.js');
 
 // An older checkout without --bpf.histograms exposes every histogram in full, whatever is asked.
@@ -46,8 +48,8 @@ const FAKE = resolve(opt.root, 'test/hardening/fixtures/fake-loader.mjs');
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const log = createLogger('error');
 
-console.log(`| devices | histograms | files ms | bpf ms | model ms | families ms | render ms | total ms | samples |`);
-console.log(`| --- | --- | --- | --- | --- | --- | --- | --- | --- |`);
+console.log(`| devices | histograms | files ms | bpf ms | model ms | families ms | render ms | deflate ms | total ms | samples | gzip kB |`);
+console.log(`| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |`);
 for (const n of opt.devices.split(',').map(Number)) {
   const host = makeHost(n);
   process.env.HP_FAKE_DEVICES = String(n);
@@ -57,7 +59,7 @@ for (const n of opt.devices.split(',').map(Number)) {
   for (let i = 0; i < 100 && bpf.status().state !== 'running' && bpf.status().state !== 'disabled'; i++) await new Promise((r) => setTimeout(r, 50));
   const reader = new HostReader({ paths: { sysfs: host.sys, debugfs: host.debug, procfs: host.proc }, filter: {}, collectors: { sysfs: true, debugfs: true, era: true } });
   // Time the two readers separately: wrap them with the same interfaces the live reader uses.
-  const t = { files: [], bpf: [], model: [], families: variants.map(() => []), render: variants.map(() => []), total: variants.map(() => []) };
+  const t = { files: [], bpf: [], model: [], families: variants.map(() => []), render: variants.map(() => []), deflate: variants.map(() => []), total: variants.map(() => []) };
   let filesMs = 0;
   let bpfMs = 0;
   const timedHost = { read: async () => { const t0 = performance.now(); const r = await reader.read(); filesMs = performance.now() - t0; return r; } };
@@ -68,6 +70,7 @@ for (const n of opt.devices.split(',').map(Number)) {
   const engine = new SnapshotEngine(liveReader(timedHost, timedBpf, log, bpf.status().state === 'running'), timedModel, log);
   const reg = processRegistry();
   const samples = variants.map(() => 0);
+  const gzipBytes = variants.map(() => 0);
   for (let i = 0; i < Number(opt.scrapes) + 5; i++) {
     const t0 = performance.now();
     const snap = await engine.snapshot();
@@ -82,7 +85,10 @@ for (const n of opt.devices.split(',').map(Number)) {
       const t3 = performance.now();
       const body = await renderServed(fams, reg);
       const t4 = performance.now();
-      timed[j] = { families: t3 - t2, render: t4 - t3, body };
+      // as the server does once per collection (there on the thread pool, here inline)
+      const gz = deflateRawSync(body, { level: DEFLATE_LEVEL, finishFlush: constants.Z_SYNC_FLUSH });
+      const t5 = performance.now();
+      timed[j] = { families: t3 - t2, render: t4 - t3, deflate: t5 - t4, body, gz: gz.length };
     }
     if (i < 5) continue; // warm-up (and the model needs two snapshots for a window)
     t.files.push(filesMs);
@@ -91,7 +97,9 @@ for (const n of opt.devices.split(',').map(Number)) {
     variants.forEach((_, j) => {
       t.families[j].push(timed[j].families);
       t.render[j].push(timed[j].render);
-      t.total[j].push(t1 - t0 + timed[j].families + timed[j].render);
+      t.deflate[j].push(timed[j].deflate);
+      t.total[j].push(t1 - t0 + timed[j].families + timed[j].render + timed[j].deflate);
+      gzipBytes[j] = timed[j].gz;
       samples[j] = String(timed[j].body).split('\n').filter((l) => l && l[0] !== '#').length;
     });
     await new Promise((r) => setTimeout(r, 20)); // scrapes are seconds apart in life; let the loop breathe
@@ -100,6 +108,6 @@ for (const n of opt.devices.split(',').map(Number)) {
   host.dispose();
   const m = (xs) => median(xs).toFixed(1);
   variants.forEach((v, j) => {
-    console.log(`| ${n} | ${v.name} | ${m(t.files)} | ${m(t.bpf)} | ${m(t.model)} | ${m(t.families[j])} | ${m(t.render[j])} | ${m(t.total[j])} | ${samples[j]} |`);
+    console.log(`| ${n} | ${v.name} | ${m(t.files)} | ${m(t.bpf)} | ${m(t.model)} | ${m(t.families[j])} | ${m(t.render[j])} | ${m(t.deflate[j])} | ${m(t.total[j])} | ${samples[j]} | ${(gzipBytes[j] / 1000).toFixed(1)} |`);
   });
 }
