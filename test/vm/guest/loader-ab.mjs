@@ -10,6 +10,10 @@
 //            base=/opt/hp/bin/hybridpoll-bpf,lean=/opt/hp/bin/variants/lean+--exclude+task_exit%rq_issue
 //            (options after '+', a '%' in them stands for a comma)
 //   --serial S (hpfast) --modes poll,hybrid --qd 1 --bs 4096 --secs 2 --rounds 6 --stats-secs 4
+//   --device NAME  the block device by name instead (e.g. hpsim0: tools/hpsim has no serial)
+//   --floor PATH   bench/bpf-cost's count-only floor (floor.bpf.c, linked statically), attached
+//                  through the bpf_stats runs: each stats line then has the floor's issue +
+//                  complete pair per I/O and the loader's programs against it (issue 16's target)
 // Prints one JSON line per run ("run"), per program cost ("stats") and the summary ("summary").
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
@@ -28,7 +32,7 @@ const statsSecs = Number(args['stats-secs'] ?? 4);
 const out = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-const name = readdirSync('/sys/block').find((d) => d.startsWith('nvme') && readFileSync(`/sys/block/${d}/device/serial`, 'utf8').trim() === (args.serial ?? 'hpfast'));
+const name = args.device ?? readdirSync('/sys/block').find((d) => d.startsWith('nvme') && readFileSync(`/sys/block/${d}/device/serial`, 'utf8').trim() === (args.serial ?? 'hpfast'));
 if (!name) throw new Error(`no NVMe namespace with serial ${args.serial ?? 'hpfast'}`);
 const device = `/dev/${name}`;
 
@@ -83,7 +87,7 @@ function progStats() {
   const r = spawnSync('bpftool', ['-j', 'prog', 'show'], { encoding: 'utf8' });
   const by = {};
   for (const p of JSON.parse(r.stdout)) {
-    if (!p.name?.startsWith('hp_')) continue;
+    if (!p.name?.startsWith('hp_') && !p.name?.startsWith('floor_')) continue;
     const e = (by[p.name] ??= { ns: 0, cnt: 0 });
     e.ns += p.run_time_ns ?? 0;
     e.cnt += p.run_cnt ?? 0;
@@ -95,6 +99,18 @@ const median = (xs) => {
   const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
   return v.length ? (v.length % 2 ? v[v.length >> 1] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2) : NaN;
 };
+
+/** The floor binary, once it says "ready" (it detaches and exits at stdin's end). */
+async function startFloor(path) {
+  const child = spawn(path, [], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let stdout = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  for (let t = 0; !stdout.includes('ready'); t++) {
+    if (t > 600 || child.exitCode !== null) throw new Error(`floor: not ready: ${stdout.slice(0, 200)}`);
+    await sleep(100);
+  }
+  return child;
+}
 
 const ls = [];
 for (const [label, path] of loaders) ls.push(await startLoader(label, path));
@@ -118,6 +134,7 @@ for (let round = 0; round < rounds; round++) {
   }
 }
 writeFileSync('/proc/sys/kernel/bpf_stats_enabled', '1');
+const floor = args.floor ? await startFloor(args.floor) : undefined;
 for (const mode of modes) {
   for (const l of ls) {
     await setAttached(l, true);
@@ -127,17 +144,26 @@ for (const mode of modes) {
     const b = progStats();
     await setAttached(l, false);
     const progs = {};
+    const floorProgs = {};
     let total = 0;
     for (const [p, v] of Object.entries(b)) {
       const ns = v.ns - (a[p]?.ns ?? 0);
       const cnt = v.cnt - (a[p]?.cnt ?? 0);
       if (!cnt) continue;
-      total += ns;
-      progs[p] = { perIo: +(cnt / d.ios).toFixed(2), nsPerIo: Math.round(ns / d.ios), nsPerRun: Math.round(ns / cnt) };
+      const row = { perIo: +(cnt / d.ios).toFixed(2), nsPerIo: Math.round(ns / d.ios), nsPerRun: Math.round(ns / cnt) };
+      if (p.startsWith('floor_')) floorProgs[p] = row;
+      else {
+        total += ns;
+        progs[p] = row;
+      }
     }
-    out({ type: 'stats', mode, cfg: l.label, ios: d.ios, p50: d.lat_us.p50, nsPerIo: Math.round(total / d.ios), progs });
+    // the floor's pair: one count-only issue and one complete, each at its cost per run
+    const pair = floor && floorProgs.floor_issue && floorProgs.floor_done ? floorProgs.floor_issue.nsPerRun + floorProgs.floor_done.nsPerRun : undefined;
+    out({ type: 'stats', mode, cfg: l.label, ios: d.ios, p50: d.lat_us.p50, nsPerIo: Math.round(total / d.ios), progs,
+      ...(floor ? { floor: floorProgs, floorPairNs: pair, againstFloorPair: pair ? +(total / d.ios / pair).toFixed(2) : undefined } : {}) });
   }
 }
+if (floor) floor.stdin.end();
 writeFileSync('/proc/sys/kernel/bpf_stats_enabled', '0');
 for (const mode of modes) {
   for (const l of ls) {
