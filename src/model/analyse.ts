@@ -304,7 +304,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
     ...(measured
       ? {
           measured,
-          wastedCpuCores: ((measured.cpuPerIoNs - best.cpuNs) * measured.iops) / 1e9,
+          wastedCpuCores: (wastedPerIoNs({ current, best }, measured.cpuPerIoNs) * measured.iops) / 1e9,
           ...(measured.cpuPerIoNs > 0 ? { modelCpuErrorRatio: current.outcome.cpuNs / measured.cpuPerIoNs - 1 } : {}),
         }
       : {}),
@@ -361,6 +361,17 @@ export function deviceTimeIdentified(unresolved: number, atDepth: boolean, slept
   if (!atDepth) return !(unresolved > 0.5);
   const judged = slept.overslept + slept.spun;
   return judged === 0 || (slept.spun >= MIN_SAMPLES && slept.spun >= MIN_SPUN_AT_DEPTH * judged);
+}
+
+/**
+ * Wasted CPU per I/O: the measured CPU less the best static sleep's. A device that polls
+ * classically where the best static sleep is 0 already runs the best policy and wastes nothing:
+ * the difference there is the model's own error at the state it was fed, not CPU a sleep would
+ * save (on the test bed's classic runs at depth, 10–29 % of their CPU: docs/validation.md, "Wasted
+ * CPU against the measured runs").
+ */
+export function wastedPerIoNs(t: Pick<ModelTarget, 'current' | 'best'>, measuredPerIoNs: number): number {
+  return t.current.policy === 'classic' && t.best.sleepNs === 0 ? 0 : measuredPerIoNs - t.best.cpuNs;
 }
 
 /** ModelTarget.deviceTime: F_D's summary and where it came from (`unresolved`: its unresolved share). */

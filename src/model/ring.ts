@@ -5,7 +5,7 @@
 // ring whole: the poller model (poller/) over the ring's devices, each with its own F_D and share
 // of the I/Os, at the ring's depth, on the ring's summed costs; each device gets its part. Pure.
 import { advise } from './advice.js';
-import { analyse, checkOversleep, counter, currentSleep, DEFAULT_SWITCH_COST_NS, deviceTimeIdentified, deviceTimeState, DEFAULT_WAKE_OVERHEAD_NS, detectPolicy, deviceTime, MIN_SAMPLES, oversleepRatio, sharedRing, sleptJudged, sleepOnCpu, switchCost, unresolvedBound, wakeOverhead } from './analyse.js';
+import { analyse, checkOversleep, counter, currentSleep, DEFAULT_SWITCH_COST_NS, deviceTimeIdentified, deviceTimeState, DEFAULT_WAKE_OVERHEAD_NS, detectPolicy, deviceTime, MIN_SAMPLES, oversleepRatio, sharedRing, sleptJudged, sleepOnCpu, switchCost, unresolvedBound, wakeOverhead, wastedPerIoNs } from './analyse.js';
 import { depthMix, deviceTimesAtDepth, meanInFlight, pollerCosts, pollerEra } from './depth.js';
 import { atom, calibratedDist, mean, summary } from './dist.js';
 import { filledBuckets, histSum } from './hist.js';
@@ -183,7 +183,7 @@ export function analyseRing(ws: readonly DeviceWindow[], opts: AnalyseOptions): 
       oracle,
       ...(gain > 1e-9 * classic.cpuNs ? { efficiency: (classic.cpuNs - outcome.cpuNs) / gain } : {}),
       measured,
-      wastedCpuCores: ((cpuPerIoNs - best.cpuNs) * measured.iops) / 1e9,
+      wastedCpuCores: (wastedPerIoNs({ current: cur, best }, cpuPerIoNs) * measured.iops) / 1e9,
       modelCpuErrorRatio: outcome.cpuNs / cpuPerIoNs - 1,
       ...(oversleepCheck ? { oversleepCheck } : {}),
       depth: {

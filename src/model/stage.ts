@@ -4,6 +4,7 @@ import type { ModelStage } from '../snapshot/engine.js';
 import { runSteps } from '../steps.js';
 import type { Snapshot } from '../snapshot/types.js';
 import { deviceContext } from './pair.js';
+import { wastedPerIoNs } from './analyse.js';
 import { analyseUnit, analysisUnits, withheld } from './ring.js';
 import type { AnalyseOptions, DeviceWindow, ModelResult, ModelTarget } from './types.js';
 import { Accumulator, SlidingWindow } from './window.js';
@@ -79,7 +80,8 @@ export class EfficiencyModel implements ModelStage {
 
   /**
    * CPU-seconds wasted since the previous snapshot: measured CPU of the interval minus what the
-   * best static sleep would have cost for the same I/Os. Clamped at 0 so the counter is monotonic
+   * best static sleep would have cost for the same I/Os (wastedPerIoNs: none where the device
+   * polls classically and that is the best). Clamped at 0 so the counter is monotonic
    * (a negative value means the model is off; the self-check ratio shows that).
    */
   private wastedSince(t: ModelTarget): number {
@@ -91,7 +93,7 @@ export class EfficiencyModel implements ModelStage {
     const measuredNs = parts.reduce((a, p) => a + p!.cpuNs, 0) * (ring ? ring.cpuShare : 1);
     const ios = own.ios;
     if (!(ios > 0)) return 0;
-    return Math.max(0, measuredNs - ios * t.best.cpuNs) / 1e9;
+    return Math.max(0, ios * wastedPerIoNs(t, measuredNs / ios)) / 1e9;
   }
 
   /** A device's polled I/Os and measured poll-loop CPU (spin + sleeps · c_sw) since the previous snapshot. */

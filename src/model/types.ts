@@ -185,7 +185,7 @@ export interface ModelTarget {
   /** η = (cpu(0) − cpu(current)) / (cpu(0) − cpu(best)); undefined when the best static sleep is 0 */
   efficiency?: number;
   measured?: Measured;
-  /** (measured CPU per I/O − cpu(best)) × IOPS / 1e9, in cores (raw; may be negative when the model is off) */
+  /** (measured CPU per I/O − cpu(best)) × IOPS / 1e9, in cores (raw; may be negative when the model is off); 0 where the device polls classically and the best static sleep is 0 (wastedPerIoNs) */
   wastedCpuCores?: number;
   /** modelled cpu(current) / measured CPU per I/O − 1 */
   modelCpuErrorRatio?: number;

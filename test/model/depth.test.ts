@@ -1,7 +1,7 @@
 // The model at the measured depth (src/model/depth.ts): the depth input, the era mapping, and
 // analyse() switching from the QD1 forms to the poller model only at depth.
 import { describe, expect, it } from 'vitest';
-import { analyse, deviceTimeIdentified, MIN_SPUN_AT_DEPTH } from '../../src/model/analyse.js';
+import { analyse, deviceTimeIdentified, MIN_SPUN_AT_DEPTH, wastedPerIoNs } from '../../src/model/analyse.js';
 import { caveats } from '../../src/report/caveats.js';
 import { depthMix, DEPTH_THRESHOLD, deviceTimeAtDepth, meanInFlight, MIN_PASS_LOOKS, pollerCosts, pollerEra } from '../../src/model/depth.js';
 import { atom, mean, uniform } from '../../src/model/dist.js';
@@ -76,6 +76,21 @@ describe('analyse at depth', () => {
     expect(classic.cpuShare).toBeCloseTo(1, 2);
     expect(Math.abs(t.modelCpuErrorRatio!)).toBeLessThan(0.03);
     expect(t.current.policy).toBe('classic');
+  });
+
+  it('reports no wasted CPU for a classic poller when the best static sleep is 0, whatever the model is off by', () => {
+    const w = classicAtDepth(4000, 50_000, 4);
+    // the loop measured 20 % more CPU than the model's classic row: its error, not CPU a sleep saves
+    const off: DeviceWindow = { ...w, counters: { ...w.counters, spin_ns: w.counters.spin_ns! * 1.2 } };
+    const t = analyse(off, OPTS)!;
+    expect(t.current.policy).toBe('classic');
+    expect(t.best.sleepNs).toBe(0);
+    expect(t.modelCpuErrorRatio!).toBeLessThan(-0.1);
+    expect(t.wastedCpuCores).toBe(0);
+    // the same measured CPU under a sleep is judged against the best row as before
+    expect(wastedPerIoNs({ current: { ...t.current, policy: 'iouring_half_min' }, best: t.best }, t.measured!.cpuPerIoNs)).toBeCloseTo(t.measured!.cpuPerIoNs - t.best.cpuNs, 9);
+    // and a classic poller whose best static sleep is not 0 wastes the difference
+    expect(wastedPerIoNs({ current: t.current, best: { ...t.best, sleepNs: 10_000 } }, 5000)).toBe(5000 - t.best.cpuNs);
   });
 
   it('takes the table, best, oracle and current state from the poller model at the depth, and η against its classic row', () => {
