@@ -45,6 +45,9 @@ interface Exp {
   meanDS?: number;
   /** hybridpoll_model_device_time_identified */
   identified?: number;
+  /** hybridpoll_wasted_cpu_cores (default 0.1) and hybridpoll_current_sleep_seconds (without hptS) */
+  wastedCores?: number;
+  currentSleepS?: number;
   /** the model's mean in flight and how it was evaluated (hybridpoll_model_input_info depth) */
   inFlight?: number;
   depth?: 'qd1' | 'simulation';
@@ -65,8 +68,9 @@ function scrape(e: Exp): string {
     `hybridpoll_poll_offcpu_seconds_count${d} ${e.sleeps}`,
     `hybridpoll_poll_sleep_requested_seconds_sum${d} ${(e.reqMeanS ?? 0) * e.sleeps}`,
     `hybridpoll_poll_sleep_requested_seconds_count${d} ${e.sleeps}`,
-    `hybridpoll_wasted_cpu_cores${d} 0.1`,
+    `hybridpoll_wasted_cpu_cores${d} ${e.wastedCores ?? 0.1}`,
   ];
+  if (e.currentSleepS !== undefined && e.hptS === undefined) lines.push(`hybridpoll_current_sleep_seconds${d} ${e.currentSleepS}`);
   if (e.eta !== null) lines.push(`hybridpoll_sleep_efficiency_ratio${d} ${e.eta ?? 0.5}`);
   if (e.optimalS !== undefined) lines.push(`hybridpoll_optimal_sleep_seconds${d} ${e.optimalS}`);
   if (e.bestPerIo !== undefined) lines.push(`hybridpoll_policy_cpu_seconds_per_io{device="nvme0n1",policy="best_static"} ${e.bestPerIo}`);
@@ -290,6 +294,23 @@ describe('check 5 (model)', () => {
     expect(find(old, 'queue depth').pass).toBe(false);
     expect(find(old, 'efficiency').skipped).toBeUndefined();
   });
+  it("checks the exporter's wasted CPU where the best sleep is 0 against the two measured runs (±10%, or flagged), and a classic run's as 0", () => {
+    // hybrid run 40 µs/IO against the classic run's 50 (1 s of spin over 20,000 I/Os): −10 µs/IO wasted
+    const wasted = (o: { bestPerIo: number; identified?: number; classicWasted?: number; classicSleepS?: number; optimalS?: number }) => find(check5(new SessionRuns(session([
+      run('fentry', 'hybrid', driver('hybrid', 10_000, 5, 9_000), { polled: 10_000, sleeps: 9_999, spinS: 1, measuredPerIo: 40e-6, bestPerIo: o.bestPerIo, optimalS: o.optimalS ?? 0, eta: null, inFlight: 4, depth: 'simulation', selfError: 0, ...(o.identified !== undefined ? { identified: o.identified } : {}) }),
+      run('fentry', 'poll', driver('poll', 20_000, 8, 0), { polled: 20_000, sleeps: 0, spinS: 1, measuredPerIo: 50e-6, optimalS: 0, currentSleepS: o.classicSleepS ?? 0, wastedCores: o.classicWasted ?? 0 }),
+    ])), { ...SC, qd: 4 }), 'wasted CPU per I/O');
+    expect(wasted({ bestPerIo: 50.5e-6 }).pass).toBe(true); // −10.5 against −10: +5 %
+    expect(wasted({ bestPerIo: 52e-6 }).pass).toBe(false); // +20 %
+    expect(wasted({ bestPerIo: 52e-6, identified: 0 }).pass).toBe(true); // the exporter says it does not know
+    expect(wasted({ bestPerIo: 52e-6, identified: 0 }).measured).toMatch(/not identified.*not judged/);
+    // a classic run with the best sleep 0 runs the best policy: any waste fails, unless its window held sleeps
+    expect(wasted({ bestPerIo: 50e-6, classicWasted: 0.002 }).pass).toBe(false);
+    expect(wasted({ bestPerIo: 50e-6, classicWasted: 0.002, classicSleepS: 150e-6 }).pass).toBe(true);
+    // where the best sleep is not 0 no measured run is at it
+    expect(wasted({ bestPerIo: 30e-6, optimalS: 20e-6, classicWasted: 0.002, classicSleepS: 150e-6 }).skipped).toMatch(/no run whose best static sleep is 0/);
+  });
+
   it("checks the exporter's η against η from the two measured runs and the model's best (±10%), and skips it where η has no value", () => {
     // classic run 50 µs/IO, hybrid run 40, the model's best 10: η = (50 − 40) / (50 − 10) = 0.25
     const eta = (v: number | null, more: Partial<Exp> = {}, qd = 1) => find(check5(new SessionRuns(session([
