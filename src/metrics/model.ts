@@ -38,7 +38,7 @@ export function modelFamilies(snap: Snapshot): MetricFamily[] {
       'Sleep policy the kernel is running on this device, detected from the kernel era, io_poll_delay and the measured sleeps (unknown when sleeps are seen that neither explains). Always 1.',
       ts, (t) => ({ labels: { device: t.device, policy: t.current.policy }, value: 1 })),
     family('wasted_cpu_cores', 'gauge',
-      'CPU the poller spends above what the best static sleep would need for the same I/Os, in cores: (measured CPU per I/O - modelled CPU at the best static sleep) x polled IOPS, over the model window. Negative values mean the model under-estimates (see hybridpoll_model_cpu_error_ratio).',
+      'CPU the poller spends above what the best static sleep would need for the same I/Os, in cores: (measured CPU per I/O - modelled CPU at the best static sleep) x polled IOPS, over the model window; 0 where the device polls classically and the best static sleep is 0 (it runs the best policy). Negative values mean the model under-estimates (see hybridpoll_model_cpu_error_ratio).',
       ts, (t) => perDevice(t, t.wastedCpuCores)),
     family('wasted_cpu_seconds_total', 'counter',
       'CPU-seconds wasted against the best static sleep, accumulated scrape by scrape (never decreasing): rate() of it is the wasted cores.',
