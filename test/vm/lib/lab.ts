@@ -41,6 +41,7 @@ export const HPSIM_PROFILES = {
   hpsim8: 'fixed:100000',
   hpsim9: 'fixed:20000',
   hpsim10: 'fixed:100000',
+  hpsim11: 'fixed:50000',
 } as const;
 
 /** insmod parameters of the trixie guest's hpsim module: one poll queue per device, as nvme's per CPU set. */
@@ -57,6 +58,7 @@ export function scenarios(ios: number): Scenario[] {
     sim('qd1-twopoint', 'QD1 4k randread, simulated device, 20 µs or 100 µs (½ each)', 'hpsim1', 1),
     sim('qd4-fixed50', 'QD4 4k randread, simulated device, fixed 50 µs', 'hpsim2', 4),
     sim('qd16-fixed50', 'QD16 4k randread, simulated device, fixed 50 µs', 'hpsim3', 16),
+    sim('qd32-fixed50', 'QD32 4k randread, simulated device, fixed 50 µs', 'hpsim11', 32),
     sim('qd64-fixed50', 'QD64 4k randread, simulated device, fixed 50 µs', 'hpsim4', 64),
     sim('qd4-twopoint', 'QD4 4k randread, simulated device, 20 µs or 100 µs (½ each)', 'hpsim5', 4),
     {

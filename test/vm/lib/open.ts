@@ -16,18 +16,38 @@ export interface OpenCheck {
   cause: string;
 }
 
+/** The model at QD32 on the fixed-time device: one cause for its three checks (issue 15). */
+const QD32_CAUSE = 'at QD32 on the fixed 50 µs device the kernel sleeps 79 µs (half the ring\'s hybrid_poll_time, whose samples hold the queue) and 3 % of I/Os sleep, every one of them spun for after its wake-up (124 of 124), so the exporter counts the device time as identified; but the rq_lat fit puts E[D] at 106 µs (+112 %), the classic row reads −13.0 … −14.6 % of the measured classic run and the wasted CPU per I/O ×2.7–3.0 the two runs\' (0.37 against 0.13 µs; CI profile 2026-12-07 07:24 sampling runs and 07:34 / 07:41 boots). The self-checks at the current state read −8.6 … −11.0 % (hybrid) and −12.6 … −13.0 % (classic): the simulation lacks ≈ 0.2 µs per I/O of the busy poller\'s CPU at this depth, which the fit moves into D. QD16 and QD64 are within their bounds or flagged; why 32 is not is not found. A rule on how the fit\'s simulated rq_lat follows D (its slope between rounds, threshold ½) did not separate the wrong figures: QD32 hybrid 0.67 (E[D] +112 %), ring-2dev hybrid 0.01 (E[D] 20.5 µs for the 20 µs device, right), qd4-twopoint 0.52 (E[D] +3 %); not kept (issue 15)';
+
 export const OPEN_CHECKS: readonly OpenCheck[] = [
   {
     id: '4 unchanged', scenario: /^qd4-fixed50$/, title: /^hybrid under (fentry|tracepoint)/,
     cause: 'at QD4 tracing moves the kernel\'s sleeps: the traced hybrid run sleeps 0.224 fewer times per I/O than the untraced one, and its CPU reads +9.5 % (2026-12-07 02:38, CI profile, with task state in an array: CPU +4.3 %, within the bound, but sleeps −0.225/IO and IOPS +6.5 %; the tracepoint path in the full profile, 2026-12-03 14:10: sleeps −0.225/IO, CPU +8.9 %, IOPS +5.7 %; and the traced run is the faster one (IOPS +6.5 … +11.7 %, p50 71 against 81.5 µs): the hybrid loop runs in one of two regimes, 0.72 or 0.50 sleeps per I/O, and in this deterministic test bed (a fixed 50 µs device in virtual time) a sub-µs change anywhere on the poller flips it. Measured 2026-12-07 03:06–03:17 (CI profile, qd4-fixed50, three A/B pairs each): with the loop start\'s records removed (iopoll_enter 818 → 221 ns per I/O), with the classic_poll programs returning at once, and with the sleep-path programs (hrtimer_start, sched_switch, sched_wakeup) returning at once, the traced runs still sleep 0.500 per I/O against 0.724 untraced. Then (04:46–04:58, loader builds attaching a subset, three A/B pairs each): without the classic_poll trampolines 0.500 (IOPS +14.1 %); without the block programs 0.500; with only rq_issue attached (≈ 0.24 µs per I/O, in the submission, outside the kernel\'s runtime sample) 0.500, IOPS +24.5 %, CPU per I/O −14 %; with only task_exit attached 0.724 against 0.724 (the control). So any sub-µs per-I/O change on the poller moves this loop into the 0.500 regime, which is the faster one; on a device with spread (normal 50 ± 5 µs, one experiment) the untraced loop sleeps 0.60 per I/O and the traced one 0.500 again (CPU +12.1 %, IOPS −5.2 %). The check cannot tell the programs\' cost from the regime they select here; before 2026-12-03 one of the two untraced runs slept as the traced one does, and the check was skipped for that spread) ; QD1 passes since the loop-end programs only store: +4.4 % (2026-12-03), +3.2 % (2026-12-07 02:38) (issue 16)',
   },
   {
-    id: '4 unchanged', scenario: /^(qd16-fixed50|qd64-fixed50|qd4-twopoint)$/,
-    cause: 'at depth the poller is the bottleneck and spends 6–7 µs of CPU per I/O in virtual time, so every program is on its critical path; the block programs that run for every I/O (rq_issue ≈ 400 ns, rq_complete ≈ 340 ns) and the loop edges are 12–16 % of it: poller CPU +11.0 / +13.9 % (poll, QD16 / QD64), +7.5 / +13.2 % (hybrid), CI profile 2026-12-07 02:38 with task state in an array (+14.7 / +16.5, +8.4 / +15.9 % on 2026-12-03; +17.1 / +18.9, +12.2 / +18.7 % before the loop-end programs only stored) (issue 16: the per-I/O cost)',
+    id: '4 unchanged', scenario: /^(qd16-fixed50|qd32-fixed50|qd64-fixed50|qd4-twopoint)$/,
+    cause: 'at depth the poller is the bottleneck and spends 6–7 µs of CPU per I/O in virtual time, so every program is on its critical path; the block programs that run for every I/O (rq_issue ≈ 400 ns, rq_complete ≈ 340 ns) and the loop edges are 12–16 % of it: poller CPU +11.0 / +13.9 % (poll, QD16 / QD64), +7.5 / +13.2 % (hybrid), CI profile 2026-12-07 02:38 with task state in an array (+14.7 / +16.5, +8.4 / +15.9 % on 2026-12-03; +17.1 / +18.9, +12.2 / +18.7 % before the loop-end programs only stored); QD32 +14.7 % (poll) and +14.2 % (hybrid), IOPS −13.0 / −11.2 % (CI profile 2026-12-07 07:41; per polled I/O the fentry programs cost 728 ns at QD32 in virtual time, bench/bpf-cost/guest.sh) (issue 16: the per-I/O cost)',
   },
   {
-    id: '4 totals', scenario: /^(qd4-fixed50|qd16-fixed50|qd64-fixed50|qd4-twopoint|qd1-nvme)$/, title: /^hybrid: spin after sleeps/,
-    cause: 'the tracepoint path\'s spin after a sleep can only end at block_rq_complete, which for a batch of polled completions (at depth; the nvme driver\'s nvme_pci_complete_batch) fires after io_uring\'s poll call has returned, later than the fentry path\'s end of the reaping pass (docs/validation.md, "The two paths agree on one run"): tracepoint vs fentry +48.7 % (QD4), +26.3 % (QD16), +10.5 % (QD64), +30.4 % (qd4-twopoint), +60.2 % (qd1-nvme), full profile 2026-12-07 00:25, since the completion reads its clock first (2026-12-03: +72.8, +39.2, +15.4, +46.8, +86.8 %); QD1 on hpsim agrees (the tracepoint path, src/bpf; issue 13)',
+    id: '4 totals', scenario: /^(qd4-fixed50|qd16-fixed50|qd32-fixed50|qd64-fixed50|qd4-twopoint|qd1-nvme)$/, title: /^hybrid: spin after sleeps/,
+    cause: 'the tracepoint path\'s spin after a sleep can only end at block_rq_complete, which for a batch of polled completions (at depth; the nvme driver\'s nvme_pci_complete_batch) fires after io_uring\'s poll call has returned, later than the fentry path\'s end of the reaping pass (docs/validation.md, "The two paths agree on one run"): tracepoint vs fentry +48.7 % (QD4), +26.3 % (QD16), +10.5 % (QD64), +30.4 % (qd4-twopoint), +60.2 % (qd1-nvme), full profile 2026-12-07 00:25 (QD32, added later: +16.4 %, 07:45), since the completion reads its clock first (2026-12-03: +72.8, +39.2, +15.4, +46.8, +86.8 %); QD1 on hpsim agrees (the tracepoint path, src/bpf; issue 13)',
+  },
+  {
+    id: '5 device time', scenario: /^qd32-fixed50$/,
+    cause: QD32_CAUSE,
+  },
+  {
+    id: '5 model', scenario: /^qd32-fixed50$/,
+    cause: QD32_CAUSE,
+  },
+  {
+    id: '5 wasted', scenario: /^qd32-fixed50$/,
+    cause: QD32_CAUSE,
+  },
+  {
+    // passes, −8.6 … −9.0 % in three boots: within 1.4 points of the bound
+    id: '5 self-check', scenario: /^qd32-fixed50$/,
+    cause: QD32_CAUSE,
   },
   {
     id: '5 self-check', scenario: /^rings2-qd1-fixed50$/,
