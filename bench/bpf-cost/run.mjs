@@ -12,7 +12,7 @@
 // With --baseline, section 1 runs that loader and ours alternately (A B A B ..., --cost-runs pairs,
 // each run with the floor attached too) and reports medians and the median of the paired ratios.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -56,12 +56,7 @@ async function preflight() {
   if (!existsSync(resolve(ROOT, 'dist/cli.js'))) throw new Error('dist/cli.js is missing: run npm run build');
   execFileSync('bash', [resolve(ROOT, 'scripts/build-bpf.sh')], { stdio: ['ignore', 'ignore', 'inherit'] });
   // the floor, built against the same vmlinux.h
-  const out = resolve(BUILD, 'floor');
-  mkdirSync(out, { recursive: true });
-  execFileSync('clang', ['-g', '-O2', '-target', 'bpf', '-D__TARGET_ARCH_x86', `-I${BUILD}`, '-c', resolve(HERE, 'floor.bpf.c'), '-o', `${out}/floor.bpf.o`]);
-  execFileSync('bpftool', ['gen', 'object', `${out}/floor.lo`, `${out}/floor.bpf.o`]);
-  execFileSync('sh', ['-c', `bpftool gen skeleton ${out}/floor.lo name floor > ${out}/floor.skel.h`]);
-  execFileSync('cc', ['-O2', `-I${out}`, '-o', `${out}/floor`, resolve(HERE, 'floor.c'), '-lbpf', '-lelf', '-lz']);
+  execFileSync('bash', [resolve(HERE, 'build-floor.sh'), resolve(BUILD, 'floor')], { stdio: ['ignore', 'ignore', 'inherit'] });
   if (WITH_BPFTRACE && !(await has('bpftrace'))) {
     log('installing bpftrace (apt-get install -y bpftrace) for the comparison');
     await execa('apt-get', ['install', '-y', 'bpftrace'], { env: { DEBIAN_FRONTEND: 'noninteractive' }, reject: false });
