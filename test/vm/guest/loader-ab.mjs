@@ -48,18 +48,25 @@ function links(pid) {
   return n;
 }
 
-async function startLoader(label, spec) {
-  const [path, ...opts] = spec.split('+').map((x) => x.replaceAll('%', ','));
+/** A child whose stdin stays open, once it printed its first line: [child, that line]. */
+async function spawnFirstLine(label, path, opts) {
   const child = spawn(path, opts, { stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
+  let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', () => undefined);
+  child.stderr.on('data', (d) => (stderr = (stderr + d).slice(-500)));
   for (let t = 0; !stdout.includes('\n'); t++) {
-    if (t > 1200) throw new Error(`${label}: no hello line`);
+    if (t > 1200 || child.exitCode !== null) throw new Error(`${label}: no first line: ${stdout.slice(0, 500)} ${stderr}`);
     await sleep(100);
   }
-  const hello = JSON.parse(stdout.split('\n')[0]);
-  if (hello.type !== 'hello') throw new Error(`${label}: ${stdout.slice(0, 500)}`);
+  return [child, stdout.split('\n')[0]];
+}
+
+async function startLoader(label, spec) {
+  const [path, ...opts] = spec.split('+').map((x) => x.replaceAll('%', ','));
+  const [child, first] = await spawnFirstLine(label, path, opts);
+  const hello = JSON.parse(first);
+  if (hello.type !== 'hello') throw new Error(`${label}: ${first.slice(0, 500)}`);
   const l = { label, child, pid: child.pid, attachedLinks: links(child.pid), path: hello.poll_path };
   const attached = Object.entries(hello.programs ?? {}).filter(([, p]) => p.state === 'attached').map(([n]) => n);
   out({ type: 'loader', label, pid: l.pid, poll_path: hello.poll_path, links: l.attachedLinks, attached });
@@ -102,13 +109,8 @@ const median = (xs) => {
 
 /** The floor binary, once it says "ready" (it detaches and exits at stdin's end). */
 async function startFloor(path) {
-  const child = spawn(path, [], { stdio: ['pipe', 'pipe', 'inherit'] });
-  let stdout = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  for (let t = 0; !stdout.includes('ready'); t++) {
-    if (t > 600 || child.exitCode !== null) throw new Error(`floor: not ready: ${stdout.slice(0, 200)}`);
-    await sleep(100);
-  }
+  const [child, first] = await spawnFirstLine('floor', path, []);
+  if (first !== 'ready') throw new Error(`floor: not ready: ${first.slice(0, 200)}`);
   return child;
 }
 

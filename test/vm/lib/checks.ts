@@ -445,19 +445,23 @@ function check5Rows(s: SessionRuns, sc: Scenario): CheckResult[] {
   // polling, which the classic run measured: the hybrid run's waste per I/O is then known from the
   // two runs (their CPU per I/O on one clock, as for η). And a classic run whose best sleep is 0
   // runs the best policy: the exporter must say it wastes nothing (not its own model error).
-  const wastedErr = (hy: RunFigures, c: RunFigures) => {
-    const cls = classicOf(c);
-    const cur = hy.exporter?.measuredCpuPerIo;
-    return relErr(cur !== undefined && hy.exporter?.modelBestCpuPerIo !== undefined ? cur - hy.exporter.modelBestCpuPerIo : undefined, cur !== undefined && cls !== undefined ? cur - cls : undefined);
-  };
-  const bestClassic = pairs.filter(([hy]) => hy.exporter?.optimalSleep === 0);
-  const wastedText = bestClassic.map(([hy, c]) => `${pct(wastedErr(hy, c))}: the exporter's ${us((hy.exporter?.measuredCpuPerIo ?? NaN) - (hy.exporter?.modelBestCpuPerIo ?? NaN))}/IO (measured ${us(hy.exporter?.measuredCpuPerIo)} − best ${us(hy.exporter?.modelBestCpuPerIo)}) vs the runs' ${us((hy.exporter?.measuredCpuPerIo ?? NaN) - (classicOf(c) ?? NaN))}/IO (− classic run ${us(classicOf(c))})${flaggedText(hy, wastedErr(hy, c))}`);
+  const wasted = pairs.filter(([hy]) => hy.exporter?.optimalSleep === 0).map(([hy, c]) => {
+    const cur = hy.exporter?.measuredCpuPerIo ?? NaN;
+    const best = hy.exporter?.modelBestCpuPerIo ?? NaN;
+    const cls = classicOf(c) ?? NaN;
+    const err = relErr(cur - best, cur - cls);
+    return {
+      pass: within(err, BOUNDS.model) || flagged(hy),
+      text: `${pct(err)}: the exporter's ${us(cur - best)}/IO (measured ${us(cur)} − best ${us(best)}) vs the runs' ${us(cur - cls)}/IO (− classic run ${us(cls)})${flaggedText(hy, err)}`,
+    };
+  });
   // judged where the exporter saw classic polling (current sleep 0): a window can also hold a few
   // sleeps of the hybrid run before it (a pass's sleep is recorded at the task's next loop)
-  const classicRuns = s.get(sc.id, 'fentry', 'poll').filter((c) => c.exporter?.optimalSleep === 0 && c.exporter.currentSleep === 0);
-  const classicText = s.get(sc.id, 'fentry', 'poll').filter((c) => c.exporter?.optimalSleep === 0).map((c) => `classic run (best sleep 0): wasted ${num(c.exporter?.wastedCores, 5)} cores (its model's self-check ${pct(c.exporter?.modelSelfError ?? NaN)}` +
+  const atBest = s.get(sc.id, 'fentry', 'poll').filter((c) => c.exporter?.optimalSleep === 0);
+  const classicRuns = atBest.filter((c) => c.exporter?.currentSleep === 0);
+  const classicText = atBest.map((c) => `classic run (best sleep 0): wasted ${num(c.exporter?.wastedCores, 5)} cores (its model's self-check ${pct(c.exporter?.modelSelfError ?? NaN)}` +
     `${c.exporter?.currentSleep === 0 ? ')' : `; not judged: its window held sleeps of the run before, current sleep ${us(c.exporter?.currentSleep)})`}`);
-  const wastedPass = h.length > 0 && bestClassic.every(([hy, c]) => within(wastedErr(hy, c), BOUNDS.model) || flagged(hy)) && classicRuns.every((c) => c.exporter?.wastedCores === 0);
+  const wastedPass = h.length > 0 && wasted.every((w) => w.pass) && classicRuns.every((c) => c.exporter?.wastedCores === 0);
   const reported = h.map((r) => `efficiency ${num(r.exporter?.efficiency, 3)}, wasted ${num(r.exporter?.wastedCores, 4)} cores, sleep ${us(r.exporter?.currentSleep)} vs optimal ${us(r.exporter?.optimalSleep)}`);
   const finite = (x: number | undefined) => x !== undefined && Number.isFinite(x);
   // η = (cpu(0) − cpu(current)) / (cpu(0) − cpu(best)) has no value when the best static sleep is 0
@@ -488,8 +492,8 @@ function check5Rows(s: SessionRuns, sc: Scenario): CheckResult[] {
     },
     {
       id: '5 wasted', scenario: sc.id, title: "exporter's wasted CPU per I/O where the best sleep is 0 vs the measured hybrid and classic runs; a classic run's is 0",
-      measured: [...wastedText, ...classicText].join('; ') || 'no run whose best static sleep is 0', bound: `±${BOUNDS.model * 100}% or not identified (the exporter's flag); classic runs exactly 0`, pass: wastedPass,
-      ...(side ? { skipped: side } : h.length > 0 && bestClassic.length + classicRuns.length === 0 ? { skipped: 'premise: no run whose best static sleep is 0 (a measured run at any other sleep does not exist here)' } : {}),
+      measured: [...wasted.map((w) => w.text), ...classicText].join('; ') || 'no run whose best static sleep is 0', bound: `±${BOUNDS.model * 100}% or not identified (the exporter's flag); classic runs exactly 0`, pass: wastedPass,
+      ...(side ? { skipped: side } : h.length > 0 && wasted.length + classicRuns.length === 0 ? { skipped: 'premise: no run whose best static sleep is 0 (a measured run at any other sleep does not exist here)' } : {}),
     },
     { id: '5 reports', scenario: sc.id, title: 'model reports efficiency and wasted CPU', measured: reported.join('; ') || 'no runs', bound: 'wasted finite; efficiency finite, or absent with optimal sleep 0', pass: h.length > 0 && h.every((r) => efficiencyShown(r) && finite(r.exporter?.wastedCores)) },
   ];
