@@ -191,6 +191,7 @@ struct task_st {
 	u64 p_woke_found; /* LOOP with WOKE: wake-up -> completion found */
 	u64 p_reap_ns;    /* LOOP: the finding poll's exit -> the pass's exit */
 	u64 p_min_ns;     /* MIN: shortest call of the loop that found a completion after a wake-up */
+	u64 p_min_io_ns;  /* MIN: shortest call per completion of those that found 2+ (0: none) */
 	u64 p_found;      /* FOUND: issue -> found (0: issue unknown) */
 	u64 p_issued;     /* FOUND: its issue */
 	u64 p_woke;       /* FOUND: its wake-up */
@@ -760,12 +761,16 @@ static __always_inline void pend_min(struct task_st *st, u32 dev, struct dev_cal
 
 	if (c && (!c->min_found_ns || st->p_min_ns < c->min_found_ns))
 		c->min_found_ns = st->p_min_ns;
+	if (c && st->p_min_io_ns && (!c->min_found_io_ns || st->p_min_io_ns < c->min_found_io_ns))
+		c->min_found_io_ns = st->p_min_io_ns;
 	st->pend &= ~PEND_MIN;
 }
 
 /* The slept request found. A oneshot poll is one look at the queue, so the count of calls is
  * exact; a spinning call loops inside, so its length decides, against the shortest call that
- * found a completion on this device (pend_min first). */
+ * found a completion on this device (pend_min first) plus, for a call that found k > 1, k - 1 times
+ * the shortest such call per completion: at depth the call that finds a slept request after its
+ * sleep finds the completions of the whole sleep (QD32: 31), and its length grows with them. */
 static __always_inline void pend_found(struct task_st *st, u32 dev, struct dev_hists *fd,
 				       struct dev_calib *cal, struct dev_ctr *dc)
 {
@@ -776,7 +781,8 @@ static __always_inline void pend_found(struct task_st *st, u32 dev, struct dev_h
 	struct dev_ctr *k;
 
 	if (!st->p_exact)
-		through = !c || st->p_call_ns * 100 <= c->min_found_ns * calib_pct;
+		through = !c || st->p_call_ns * 100 <= (c->min_found_ns + (st->p_found_k > 1 ?
+				(u64)(st->p_found_k - 1) * c->min_found_io_ns : 0)) * calib_pct;
 	if (st->p_found)
 		record_found(f, fdv, c, through, st->p_found, st->p_issued, st->p_woke);
 	k = fdv == dev && dc ? dc : dev_ctr_get(fdv);
@@ -1556,11 +1562,16 @@ int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsi
 	/* the loop's shortest finding call, per device (another device's goes now) */
 	if ((st->pend & PEND_MIN) && st->p_min_dev != dev)
 		pend_min(st, 0, NULL);
-	if (!(st->pend & PEND_MIN) || d < st->p_min_ns) {
+	if (!(st->pend & PEND_MIN)) {
 		st->p_min_ns = d;
+		st->p_min_io_ns = 0;
 		st->p_min_dev = dev;
 		st->pend |= PEND_MIN;
+	} else if (d < st->p_min_ns) {
+		st->p_min_ns = d;
 	}
+	if (ret > 1 && (!st->p_min_io_ns || d / (u32)ret < st->p_min_io_ns))
+		st->p_min_io_ns = d / (u32)ret;
 	if ((u64)req != st->slept_req)
 		return 0;
 	/* found after the sleep; a second slept request of this loop (at depth): the first goes now */

@@ -79,6 +79,7 @@ static inline __u32 hp_rq_slot(__u32 dev)
  * update only delays convergence of a minimum. */
 struct dev_calib {
 	__u64 min_found_ns;     /* shortest wake -> found (tracepoint) or found-call time (fentry) */
+	__u64 min_found_io_ns;  /* fentry: shortest found-call time per completion, of calls that found 2+ */
 	__u64 min_dev_ns;       /* shortest dev_spun issue -> found: bound for oversleep_ub */
 };
 

@@ -735,6 +735,7 @@ static void dump_devs(struct hpoll *skel)
 		if (e) {
 			cal.min_found_ns = min_set(cal.min_found_ns, e->cal.min_found_ns);
 			cal.min_dev_ns = min_set(cal.min_dev_ns, e->cal.min_dev_ns);
+			cal.min_found_io_ns = min_set(cal.min_found_io_ns, e->cal.min_found_io_ns);
 		}
 		printf("%s{\"dev\":\"%u:%u\",\"polled_ios\":%llu,\"classified_exact\":%llu,"
 		       "\"classified_calibrated\":%llu,\"sleeps_unmatched\":%llu,\"min_found_ns\":%llu,"
