@@ -7,7 +7,7 @@ import type { DriverResult } from './lib/session.js';
 
 const DEV = 'hpsim0';
 
-interface Fig { rate: number; eff: number; opt: number; wasted: number; lat: number; polled?: number; sleeps?: number; gauge?: number }
+interface Fig { rate: number; eff: number; opt: number; wasted: number; lat: number; polled?: number; sleeps?: number; gauge?: number; identified?: number }
 
 function scrape(f: Fig, after: boolean): string {
   const k = after ? 1 : 0;
@@ -23,6 +23,7 @@ function scrape(f: Fig, after: boolean): string {
       `hybridpoll_sleep_efficiency_ratio{${d}} ${f.eff}`,
       `hybridpoll_optimal_sleep_seconds{${d}} ${f.opt}`,
       `hybridpoll_model_unresolved_ratio{${d}} 0`,
+      `hybridpoll_model_device_time_identified{${d}} ${f.identified ?? 1}`,
       `hybridpoll_model_input_info{${d},device_time="censored_km",wake_overhead="measured",switch_cost="measured"} 1`,
     ] : []),
   ].join('\n');
@@ -93,6 +94,20 @@ describe('sampling agreement', () => {
     expect(by(/^wasted CPU.*N=64/).pass).toBe(false);
     expect(by(/^wasted CPU.*N=64/).measured).toMatch(/\+2\.10%/);
     expect(c.filter((x) => x.id === 'S agreement')).toHaveLength(6);
+  });
+
+  it('judges the flag, not the values, where N = 1 does not identify the device time', () => {
+    const wasted = (n1: Partial<Fig>, n16: Partial<Fig>) =>
+      samplingChecks(session([{ ...ref, ...n1 }, { ...ref, rate: 16, lat: 3984, ...n16 }])).find((x) => x.id === 'S agreement' && /^wasted CPU/.test(x.title))!;
+    // the QD32 shape: both flagged, values apart (3.67 against 2.08 ms): not judged, said so
+    const both = wasted({ identified: 0, wasted: 0.00208 }, { identified: 0, wasted: 0.00367 });
+    expect(both.pass).toBe(true);
+    expect(both.measured).toMatch(/\+76\.\d\d%.*not identified, at this run not identified.*not judged/);
+    // sampling lost the identification, or gained one: the answer changed
+    expect(wasted({ wasted: 0.01 }, { identified: 0, wasted: 0.01 }).pass).toBe(false);
+    expect(wasted({ identified: 0, wasted: 0.01 }, { wasted: 0.01 }).pass).toBe(false);
+    // both identified: the ±2 % bound as before
+    expect(wasted({ wasted: 0.01 }, { wasted: 0.0103 }).pass).toBe(false);
   });
 
   it('fails the premise when an exporter did not sample or lost a count', () => {
