@@ -229,7 +229,7 @@ function timingFamilies(bpf: BpfSnapshot, names: Map<string, string>, o: BpfExpo
     family('poll_loop_start_offset_total', 'counter', "Poll loops that slept whose offset from their I/O's issue is in poll_loop_start_offset_seconds_total.",
       loopStarts, (x) => ({ labels: { device: label(x.dev) }, value: x.h.aux1 })),
     family('poll_classified_ios_total', 'counter',
-      'Slept polled I/Os classified found_slept/dev_spun, by method: exact (poll calls counted, fentry path) or calibrated (threshold from the shortest found time).',
+      'Slept polled I/Os classified found_slept/dev_spun, by method: exact (poll calls counted, fentry path) or calibrated (threshold from the shortest found time, plus per completion the call found on the fentry path).',
       devs.flatMap(([dev, c]) => [
         { labels: { device: label(dev), method: 'exact' }, value: c['classified_exact'] },
         { labels: { device: label(dev), method: 'calibrated' }, value: c['classified_calibrated'] },
