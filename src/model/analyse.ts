@@ -291,7 +291,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
     device: w.device,
     dev: w.dev,
     windowSeconds: w.seconds,
-    deviceTime: deviceTimeState(dt, unresolved, deviceTimeIdentified(unresolved, depth !== undefined, sleptJudged(w))),
+    deviceTime: deviceTimeState(dt, unresolved, deviceTimeIdentified(unresolved, depth?.meanInFlight, sleptJudged(w))),
     wakeOverhead: { ...summary(fO), source: wakeDist ? 'measured' : 'default' },
     switchCostNs: csw.ns,
     switchCostSource: csw.source,
@@ -353,14 +353,26 @@ export function oversleepRatio(w: DeviceWindow): number | undefined {
 export const MIN_SPUN_AT_DEPTH = 0.01;
 
 /**
- * ModelTarget.deviceTime.identified: at QD1 (closed forms on the product-limit F_D) while at most
- * half of F_D is unresolved; at depth while at least MIN_SAMPLES and MIN_SPUN_AT_DEPTH of the
- * judged slept I/Os were spun for (none judged: nothing slept, F_D from exact or rq_lat samples).
+ * At depth, more spun-for slept I/Os than this many times the mean in-flight depth. A poller's
+ * first fill puts `depth` I/Os in flight at once, and before its loop settles some of them are
+ * spun for even where the settled loop finds every slept I/O long complete: QD32 on the 400 µs
+ * device spun for 26–28 per run (one fill of 32), all of them in its first fill, timed from
+ * io_uring's issue while the submission plug held the device back by up to 31 submissions, and
+ * counted identified they put E[D] at +5 … +24 % (docs/validation.md, "QD32 on a device-bound
+ * device").
  */
-export function deviceTimeIdentified(unresolved: number, atDepth: boolean, slept: { overslept: number; spun: number }): boolean {
-  if (!atDepth) return !(unresolved > 0.5);
+export const FILL_SPUN = 2;
+
+/**
+ * ModelTarget.deviceTime.identified: at QD1 (closed forms on the product-limit F_D, `depth`
+ * undefined) while at most half of F_D is unresolved; at depth while at least MIN_SAMPLES,
+ * MIN_SPUN_AT_DEPTH of the judged slept I/Os and more than FILL_SPUN × depth of them were spun for
+ * (none judged: nothing slept, F_D from exact or rq_lat samples).
+ */
+export function deviceTimeIdentified(unresolved: number, depth: number | undefined, slept: { overslept: number; spun: number }): boolean {
+  if (depth === undefined) return !(unresolved > 0.5);
   const judged = slept.overslept + slept.spun;
-  return judged === 0 || (slept.spun >= MIN_SAMPLES && slept.spun >= MIN_SPUN_AT_DEPTH * judged);
+  return judged === 0 || (slept.spun >= MIN_SAMPLES && slept.spun >= MIN_SPUN_AT_DEPTH * judged && slept.spun > FILL_SPUN * depth);
 }
 
 /**

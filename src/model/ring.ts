@@ -172,7 +172,7 @@ export function analyseRing(ws: readonly DeviceWindow[], opts: AnalyseOptions): 
       dev: w.dev,
       windowSeconds: w.seconds,
       // the ring is always evaluated at depth (simulation)
-      deviceTime: deviceTimeState(dt, unresolved, deviceTimeIdentified(unresolved, true, sleptJudged(w))),
+      deviceTime: deviceTimeState(dt, unresolved, deviceTimeIdentified(unresolved, inFlight, sleptJudged(w))),
       wakeOverhead: { ...summary(fO), source: wakeDist ? 'measured' : 'default' },
       switchCostNs: csw.ns,
       switchCostSource: csw.source,

@@ -1,7 +1,7 @@
 // The model at the measured depth (src/model/depth.ts): the depth input, the era mapping, and
 // analyse() switching from the QD1 forms to the poller model only at depth.
 import { describe, expect, it } from 'vitest';
-import { analyse, deviceTimeIdentified, MIN_SPUN_AT_DEPTH, wastedPerIoNs } from '../../src/model/analyse.js';
+import { analyse, deviceTimeIdentified, FILL_SPUN, MIN_SPUN_AT_DEPTH, wastedPerIoNs } from '../../src/model/analyse.js';
 import { caveats } from '../../src/report/caveats.js';
 import { depthMix, DEPTH_THRESHOLD, deviceTimeAtDepth, meanInFlight, MIN_PASS_LOOKS, pollerCosts, pollerEra } from '../../src/model/depth.js';
 import { atom, mean, uniform } from '../../src/model/dist.js';
@@ -116,15 +116,26 @@ describe('analyse at depth', () => {
 describe('whether the data identify F_D', () => {
   it('at QD1 while at most half of it is unresolved; at depth while at least 1 % and 20 of the slept I/Os were spun for', () => {
     expect(MIN_SPUN_AT_DEPTH).toBe(0.01);
-    expect(deviceTimeIdentified(0.5, false, { overslept: 10, spun: 0 })).toBe(true);
-    expect(deviceTimeIdentified(0.51, false, { overslept: 0, spun: 100 })).toBe(false);
+    expect(deviceTimeIdentified(0.5, undefined, { overslept: 10, spun: 0 })).toBe(true);
+    expect(deviceTimeIdentified(0.51, undefined, { overslept: 0, spun: 100 })).toBe(false);
     // at depth the deconvolution places the unresolved share: what matters is whether I/Os were timed
-    expect(deviceTimeIdentified(0.81, true, { overslept: 7961, spun: 806 })).toBe(true);
-    expect(deviceTimeIdentified(0, true, { overslept: 9987, spun: 10 })).toBe(false);
+    expect(deviceTimeIdentified(0.81, 4, { overslept: 7961, spun: 806 })).toBe(true);
+    expect(deviceTimeIdentified(0, 4, { overslept: 9987, spun: 10 })).toBe(false);
     // one timed I/O of 61 is 1.6 %, but one sample: not identified (QD64, CI profile: E[D] +243 %)
-    expect(deviceTimeIdentified(0, true, { overslept: 60, spun: 1 })).toBe(false);
-    expect(deviceTimeIdentified(0, true, { overslept: 1000, spun: 20 })).toBe(true);
-    expect(deviceTimeIdentified(0, true, { overslept: 0, spun: 0 })).toBe(true);
+    expect(deviceTimeIdentified(0, 4, { overslept: 60, spun: 1 })).toBe(false);
+    expect(deviceTimeIdentified(0, 4, { overslept: 1000, spun: 20 })).toBe(true);
+    expect(deviceTimeIdentified(0, 4, { overslept: 0, spun: 0 })).toBe(true);
+  });
+
+  it('at depth not from the spun I/Os one fill can give: more than FILL_SPUN × depth', () => {
+    expect(FILL_SPUN).toBe(2);
+    // QD32 on the 400 µs device: 26 of 2475 (1.05 %) and 28 of 509, all from the first fill of 32
+    expect(deviceTimeIdentified(0, 31.9, { overslept: 2449, spun: 26 })).toBe(false);
+    expect(deviceTimeIdentified(0, 31.9, { overslept: 481, spun: 28 })).toBe(false);
+    expect(deviceTimeIdentified(0, 31.9, { overslept: 5000, spun: 63 })).toBe(false);
+    expect(deviceTimeIdentified(0, 31.9, { overslept: 5000, spun: 64 })).toBe(true);
+    // the two-point device at QD4: 169 of 1724 (CI profile) and 781 of 8754 (full)
+    expect(deviceTimeIdentified(0, 4, { overslept: 1555, spun: 169 })).toBe(true);
   });
 
   it('at depth with every slept I/O found complete at its wake-up: not identified, and the recommendation withheld', () => {
