@@ -1570,8 +1570,12 @@ int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsi
 	} else if (d < st->p_min_ns) {
 		st->p_min_ns = d;
 	}
-	if (ret > 1 && (!st->p_min_io_ns || d / (u32)ret < st->p_min_io_ns))
-		st->p_min_io_ns = d / (u32)ret;
+	if (ret > 1) {
+		u64 per_io = d / (u32)ret;
+
+		if (!st->p_min_io_ns || per_io < st->p_min_io_ns)
+			st->p_min_io_ns = per_io;
+	}
 	if ((u64)req != st->slept_req)
 		return 0;
 	/* found after the sleep; a second slept request of this loop (at depth): the first goes now */
