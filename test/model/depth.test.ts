@@ -308,6 +308,20 @@ describe('the simulation\'s finding call and plugged submissions', () => {
     // 64: two flushes of 32, the same mean
     expect(Math.abs(rq(64).rq - rq(64).found - 15_500)).toBeLessThan(200);
   });
+  it('starts the device at the plug\'s flush: a request waits for the rest of its submission, less the dispatches after it', () => {
+    const sub = { submitNs: 1000, reapNs: 0, minComplete: 64 };
+    const found = (depth: number) => {
+      const s = simulate({ ...base, depth, submission: { ...sub, minComplete: depth } });
+      return s.perDevice[0]!.foundLatencyNs / s.ios - 50_000;
+    };
+    // unplugged (2): each request reaches the device at the end of its own submission
+    expect(found(2)).toBeCloseTo(0, 6);
+    // plugged (32): request i is dispatched 31 − i submissions later, less 31 − i dispatches of 0.13 submission each:
+    // on average 15.5 × 870 ns
+    expect(Math.abs(found(32) - 15.5 * 870)).toBeLessThan(200);
+    // 64: two flushes of 32, the same mean
+    expect(Math.abs(found(64) - 15.5 * 870)).toBeLessThan(200);
+  });
 });
 
 describe('F_D without the poller\'s queueing (deviceTimeAtDepth)', () => {
