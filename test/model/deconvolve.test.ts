@@ -58,7 +58,7 @@ describe('F_D deconvolved from rq_lat at depth', () => {
   });
   it('fits a fixed device to the run\'s rq_lat and CPU, where rq_lat does not time D', () => {
     // at QD4 on a 50 µs device every slept I/O is found at its wake-up: the poller, not D, sets rq_lat
-    // (it reads the same from 40 to 60 µs), so D is not identified (the exporter flags it,
+    // (it reads the same for D from 30 to 50 µs), so D is not identified (the exporter flags it,
     // deviceTimeIdentified) and the fit can only give the run back
     const run = measured(uniform(49_000, 51_000));
     const fD = deviceTimeAtDepth({ ...poller, fD: deconvolveDeviceTime(run.rqLat, model)!, fO: wake, targetNs: run.rqLatMeanNs }).fD;
