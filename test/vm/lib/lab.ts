@@ -43,6 +43,7 @@ export const HPSIM_PROFILES = {
   hpsim10: 'fixed:100000',
   hpsim11: 'fixed:50000',
   hpsim12: 'fixed:400000',
+  hpsim13: 'normal:400000:40000',
 } as const;
 
 /** insmod parameters of the trixie guest's hpsim module: one poll queue per device, as nvme's per CPU set. */
@@ -61,6 +62,7 @@ export function scenarios(ios: number): Scenario[] {
     sim('qd16-fixed50', 'QD16 4k randread, simulated device, fixed 50 µs', 'hpsim3', 16),
     sim('qd32-fixed50', 'QD32 4k randread, simulated device, fixed 50 µs', 'hpsim11', 32),
     sim('qd32-fixed400', 'QD32 4k randread, simulated device, fixed 400 µs (a NAND-like 80 µs device, scaled as the others): the device is the bottleneck, not the poller', 'hpsim12', 32),
+    sim('qd32-normal400', 'QD32 4k randread, simulated device, 400 ± 40 µs (normal): the device-bound case with a spread in its service time, as NAND reads have', 'hpsim13', 32),
     sim('qd64-fixed50', 'QD64 4k randread, simulated device, fixed 50 µs', 'hpsim4', 64),
     sim('qd4-twopoint', 'QD4 4k randread, simulated device, 20 µs or 100 µs (½ each)', 'hpsim5', 4),
     {
