@@ -4,7 +4,7 @@
 import type { Era } from '../sources/types.js';
 import { parseRelease } from '../sources/era.js';
 import { evaluatePoller, Sampler, simulate, type CurrentPoller, type PollerEra, type PollerOutcome, type PollerResult, type SleepRule, type SubmissionPattern } from './poller/index.js';
-import { deconvolveDeviceTime } from './deconvolve.js';
+import { deconvolveDeviceTime, withoutTransient } from './deconvolve.js';
 import { mean } from './dist.js';
 import { fixedDelaySleep, type KernelOffsets } from './policies.js';
 import type { CurrentState, DepthState, Dist, PolicyOutcome } from './types.js';
@@ -293,9 +293,10 @@ export function deviceTimesAtDepth(a: {
 }
 
 /**
- * F_D at depth without the poller's queueing, from what the window measured of rq_lat: its shape
- * deconvolved from rq_lat's histogram (deconvolve.ts; the found times bound D from above only
- * where slept I/Os are found at their wake-up), then its mean fitted to rq_lat's mean
+ * F_D at depth without the poller's queueing, from what the window measured of rq_lat less a
+ * transient (withoutTransient): its shape deconvolved from rq_lat's histogram (deconvolve.ts; the
+ * found times bound D from above only where slept I/Os are found at their wake-up), then its mean
+ * fitted to rq_lat's mean
  * (deviceTimeAtDepth). Without rq_lat's histogram the measured F_D is the shape; without its
  * mean, F_D is not moved.
  */
@@ -303,7 +304,10 @@ export function fitDeviceTime(a: {
   era: Exclude<PollerEra, 'blkmq_sync'>; depth: number; fD: Dist; fO: Dist; sleepOnCpuNs: number; switchCostNs: number;
   submission: SubmissionPattern; rule: SleepRule; rqLatMeanNs?: number; rqLatBuckets?: readonly number[];
 }): { fD: Dist; shiftNs: number } {
-  const { rqLatMeanNs, rqLatBuckets, ...sim } = a;
+  const { rqLatMeanNs: measuredMean, rqLatBuckets: measured, ...sim } = a;
+  const steady = measured ? withoutTransient(measured, measuredMean ?? NaN) : undefined;
+  const rqLatBuckets = steady?.buckets;
+  const rqLatMeanNs = steady && measuredMean !== undefined ? steady.meanNs : measuredMean;
   const wake = new Sampler(a.fO);
   const shape = rqLatBuckets
     ? deconvolveDeviceTime(rqLatBuckets, (fD, observe) => {

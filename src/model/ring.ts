@@ -6,6 +6,7 @@
 // of the I/Os, at the ring's depth, on the ring's summed costs; each device gets its part. Pure.
 import { advise } from './advice.js';
 import { analyse, checkOversleep, counter, currentSleep, DEFAULT_SWITCH_COST_NS, deviceTimeIdentified, deviceTimeState, DEFAULT_WAKE_OVERHEAD_NS, detectPolicy, deviceTime, MIN_SAMPLES, oversleepRatio, sharedRing, sleptJudged, sleepOnCpu, switchCost, unresolvedBound, wakeOverhead, wastedPerIoNs } from './analyse.js';
+import { withoutTransient } from './deconvolve.js';
 import { depthMix, deviceTimesAtDepth, meanInFlight, pollerCosts, pollerEra } from './depth.js';
 import { atom, calibratedDist, mean, summary } from './dist.js';
 import { filledBuckets, histSum } from './hist.js';
@@ -95,7 +96,7 @@ export function analyseRing(ws: readonly DeviceWindow[], opts: AnalyseOptions): 
     ...sim, depth: Math.max(1, Math.round(inFlight)), rule,
     devices: ws.map((w, i) => {
       const rq = w.hists.rq_lat;
-      return { fD: dts[i]!.dist, share: ios[i]!, ...(rq && rq.count > 0 ? { targetNs: rq.sumNs / rq.count } : {}) };
+      return { fD: dts[i]!.dist, share: ios[i]!, ...(rq && rq.count > 0 ? { targetNs: withoutTransient(rq.buckets, rq.sumNs / rq.count).meanNs } : {}) };
     }),
   });
   const r = evaluatePoller({

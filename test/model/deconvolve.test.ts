@@ -2,8 +2,8 @@
 // rq_lat histogram the BPF side would; the deconvolution, with the same poller, must find the
 // device's shape from a flat prior, not only its mean.
 import { describe, expect, it } from 'vitest';
-import { bucketOf } from '../../src/model/buckets.js';
-import { deconvolveDeviceTime } from '../../src/model/deconvolve.js';
+import { bucketOf, midNs } from '../../src/model/buckets.js';
+import { deconvolveDeviceTime, withoutTransient } from '../../src/model/deconvolve.js';
 import { deviceTimeAtDepth } from '../../src/model/depth.js';
 import { cdf, mean, uniform } from '../../src/model/dist.js';
 import { Sampler, simulate, type SimConfig } from '../../src/model/poller/index.js';
@@ -71,5 +71,25 @@ describe('F_D deconvolved from rq_lat at depth', () => {
     expect(deconvolveDeviceTime([], () => runs++)).toBeUndefined();
     expect(deconvolveDeviceTime([3, 10, 143, 5, 60.5, 2], () => runs++)).toBeUndefined();
     expect(runs).toBe(0);
+  });
+});
+
+describe('rq_lat without a ring\'s start (withoutTransient)', () => {
+  // the lab's qd32-normal400 window (400 ± 40 µs at QD32): the bulk in buckets 69–74, a ring's first fill in 77
+  const window = [69, 2, 70, 3, 71, 7751, 72, 2143, 73, 10063, 74, 7, 77, 31];
+  it('drops a cluster of under 1 % above two empty buckets, and its share of the mean', () => {
+    const total = 20_000;
+    const r = withoutTransient(window, 520_000);
+    expect(r.dropped).toBe(31);
+    expect(r.buckets).toEqual(window.slice(0, 12));
+    expect(r.meanNs).toBeCloseTo((520_000 * total - 31 * midNs(77)) / (total - 31), 6);
+  });
+  it('keeps a tail that the bulk reaches, one empty bucket away, or that holds 1 % or more', () => {
+    const contiguous = [...window.slice(0, 12), 75, 5, 76, 9, 77, 31];
+    expect(withoutTransient(contiguous, 520_000)).toEqual({ buckets: contiguous, meanNs: 520_000, dropped: 0 });
+    const oneGap = [...window.slice(0, 12), 76, 31];
+    expect(withoutTransient(oneGap, 520_000).dropped).toBe(0);
+    const heavy = [...window.slice(0, 12), 77, 300];
+    expect(withoutTransient(heavy, 520_000).dropped).toBe(0);
   });
 });

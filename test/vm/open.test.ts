@@ -44,9 +44,8 @@ describe('known-open VM checks', () => {
     // are judged by the flag (gated); its self-check rests on E[D] and is open
     for (const id of ['5 model', '5 device time', '5 wasted']) expect(openCause(check({ id, scenario: 'qd32-fixed400' }))).toBeUndefined();
     expect(openCause(check({ id: '5 self-check', scenario: 'qd32-fixed400' }))).toBeDefined();
-    // the same with a spread in its service time: as flagged, as open
-    for (const id of ['5 model', '5 device time', '5 wasted']) expect(openCause(check({ id, scenario: 'qd32-normal400' }))).toBeUndefined();
-    expect(openCause(check({ id: '5 self-check', scenario: 'qd32-normal400' }))).toBeDefined();
+    // the same with a spread in its service time: flagged, and its self-check gated since a ring's start is left out of the fit
+    for (const id of ['5 model', '5 device time', '5 wasted', '5 self-check']) expect(openCause(check({ id, scenario: 'qd32-normal400' }))).toBeUndefined();
     expect(openCause(check({ id: '5 model', scenario: 'qd4-twopoint' }))).toBeUndefined();
     expect(openCause(check({ id: '5 device time', scenario: 'qd4-twopoint' }))).toBeUndefined();
     expect(openCause(check({ id: 'L6 model classic', scenario: 'legacy seed001 fio' }))).toBeUndefined();
