@@ -20,7 +20,7 @@ const TRANSIENT_SHARE = 0.01;
  * loop, could explain them only as slow device times, each one spun for. Returns the other masses
  * (flat index, count pairs) and their mean (meanNs less the dropped buckets at their midpoints).
  */
-export function withoutTransient(rqLat: readonly number[], meanNs: number): { buckets: number[]; meanNs: number } {
+export function withoutTransient(rqLat: readonly number[], meanNs: number): { buckets: readonly number[]; meanNs: number } {
   const pairs: [number, number][] = [];
   for (let j = 0; j + 1 < rqLat.length; j += 2) if (rqLat[j + 1]! > 0) pairs.push([rqLat[j]!, rqLat[j + 1]!]);
   pairs.sort((a, b) => a[0] - b[0]);
@@ -32,7 +32,7 @@ export function withoutTransient(rqLat: readonly number[], meanNs: number): { bu
     const droppedNs = pairs.slice(k).reduce((a, [i, c]) => a + c * midNs(i), 0);
     return { buckets: pairs.slice(0, k).flat(), meanNs: (meanNs * total - droppedNs) / below };
   }
-  return { buckets: [...rqLat], meanNs };
+  return { buckets: rqLat, meanNs };
 }
 
 /** Runs the poller on F_D and reports each measured I/O's device time and rq_lat (ns). */
