@@ -1541,11 +1541,13 @@ int BPF_PROG(hp_cpoll_out, struct io_kiocb *req, struct io_comp_batch *iob, unsi
 	/* a poll that found completions: the pass's completion work starts here (hp_iopoll_out) */
 	now = bpf_ktime_get_ns();
 	st->t_cpf = now;
-	/* The first pass of a loop without a sleep, of oneshot calls (one look at a queue each: a ring
-	 * over several devices), found completions: the loop's start -> this call's end, after j calls
-	 * that found nothing. What a poller-paced classic ring pays per loop before its completion
-	 * work, the looks the model charges; from clock reads already taken. */
-	if (st->first_pass && !st->loop_woke && (poll_flags & BLK_POLL_ONESHOT_)) {
+	/* The first pass of a loop without a sleep found completions: the loop's start -> this call's
+	 * end, after j calls that found nothing. What a poller-paced classic loop pays per loop before
+	 * its completion work, the looks the model charges; from clock reads already taken. A oneshot
+	 * call (one look at a queue: a ring over several devices) always counts; a call that spins
+	 * until it finds (one device) only when it found 2+: a call that waited for the device finds
+	 * the one that ended its wait, while a poller-paced loop finds several already there. */
+	if (st->first_pass && !st->loop_woke && ((poll_flags & BLK_POLL_ONESHOT_) || ret >= 2)) {
 		st->p_pl_ns = now - st->t_loop;
 		st->p_pl_k = (u32)ret;
 		st->p_pl_j = st->pass_calls ? st->pass_calls - 1 : 0;
