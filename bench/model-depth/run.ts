@@ -8,6 +8,9 @@
 // --ring N: the devices are rings of N devices each, every ring analysed as src/model/ring.ts does
 // (deviceTimesAtDepth over the ring's devices, each fitted to its own rq_lat mean, then one
 // evaluatePoller over them); the figures stay per device.
+// --classic: every device polls classically (current state classic, no sleep), as a classic
+// IOPOLL host's windows are analysed: the fit also measures rq_lat's slope in D (two more
+// simulations per device, deviceTimesAtDepth) for deviceTimeIdentified.
 // A calibration loop (1e8 additions) is timed before and after: compare it between runs (a
 // loaded machine inflates it and every other figure alike).
 import { parseArgs } from 'node:util';
@@ -26,6 +29,7 @@ const { values } = parseArgs({
     ios: { type: 'string', default: '1500' },
     era: { type: 'string', default: 'iouring_70' },
     ring: { type: 'string', default: '1' },
+    classic: { type: 'boolean', default: false },
   },
 });
 const nDev = Number(values.devices);
@@ -33,6 +37,7 @@ const pairs = Number(values.pairs);
 const ios = Number(values.ios);
 const era = values.era as PollerEra;
 const ringSize = Math.max(1, Number(values.ring));
+const classic = values.classic;
 
 /** A histogram on the BPF grid of lognormal-ish samples, as analyse builds F_D/F_O from one (calibrated to the exact mean). */
 function histDist(rand: () => number, meanNs: number, cv: number, n = 4000): Dist {
@@ -59,7 +64,7 @@ const inputs: PollerInput[] = Array.from({ length: nDev }, (_, i) => ({
   latencyBudget: 0.01,
   depth: DEPTHS[i % DEPTHS.length]!,
   submission: { submitNs: 300, reapNs: 100, minComplete: 1 },
-  current: { policy: 'iouring_half_min', rule: 'kernel' },
+  current: classic ? { policy: 'classic', rule: 'none' } : { policy: 'iouring_half_min', rule: 'kernel' },
   sim: { seed: i + 1, ios },
 }));
 
@@ -94,7 +99,7 @@ const correct = (inp: PollerInput, i: number): PollerInput => {
   const d = inp.devices[0]!;
   const { fD } = fitDeviceTime({
     era: inp.era, depth: Math.round(meanDepth), fD: d.fD, fO: inp.fO, sleepOnCpuNs: 0, switchCostNs: inp.switchCostNs,
-    submission: inp.submission, rule: { kind: 'ring_min' }, rqLatMeanNs: 1.2 * mean(d.fD), rqLatBuckets: rqLats[i]!,
+    submission: inp.submission, rule: classic ? { kind: 'none' } : { kind: 'ring_min' }, rqLatMeanNs: 1.2 * mean(d.fD), rqLatBuckets: rqLats[i]!, slope: classic,
   });
   return { ...inp, devices: [{ ...d, fD }] };
 };
@@ -106,9 +111,10 @@ const analyseRing = (i: number) => {
   const meanDepth = inp.depth.reduce((x, [n, w]) => x + n * w, 0) / inp.depth.reduce((x, [, w]) => x + w, 0);
   const fits = deviceTimesAtDepth({
     era: inp.era, depth: Math.max(1, Math.round(meanDepth)), fO: inp.fO, sleepOnCpuNs: 0, switchCostNs: inp.switchCostNs, submission: inp.submission,
-    rule: { kind: 'static', sleepNs: members.map(() => 5000) }, devices: members.map((m) => ({ fD: m.devices[0]!.fD, share: 1, targetNs: 1.2 * mean(m.devices[0]!.fD) })),
+    rule: classic ? { kind: 'none' } : { kind: 'static', sleepNs: members.map(() => 5000) }, slope: classic,
+    devices: members.map((m) => ({ fD: m.devices[0]!.fD, share: 1, targetNs: 1.2 * mean(m.devices[0]!.fD) })),
   });
-  evaluatePoller({ ...inp, devices: members.map((m, k) => ({ ...m.devices[0]!, fD: fits[k]!.fD })), current: { policy: 'iouring_half_min', rule: 'static', sleepNs: 5000 } });
+  evaluatePoller({ ...inp, devices: members.map((m, k) => ({ ...m.devices[0]!, fD: fits[k]!.fD })), current: classic ? inp.current : { policy: 'iouring_half_min', rule: 'static', sleepNs: 5000 } });
 };
 const analyse = (inp: PollerInput, i: number) => (ringSize > 1 ? i % ringSize === 0 && analyseRing(i) : evaluatePoller(correct(inp, i)));
 const depthModel = () => {
@@ -140,7 +146,7 @@ const perDepth = DEPTHS.map((d, k) => {
   const ms = cpuMs(() => sel.forEach(([inp, i]) => analyse(inp, i))) / sel.length;
   return `${d.map(([n]) => n).join('+')}: ${ms.toFixed(2)}`;
 });
-console.log(`${nDev} devices${ringSize > 1 ? ` in rings of ${ringSize}` : ''}, era ${era}, ${ios} simulated I/Os per poller, ${pairs} pairs (A = poller model, B = QD1 model)`);
+console.log(`${nDev} devices${ringSize > 1 ? ` in rings of ${ringSize}` : ''}, era ${era}, ${classic ? 'classic polling' : 'hybrid'}, ${ios} simulated I/Os per poller, ${pairs} pairs (A = poller model, B = QD1 model)`);
 console.log(`CPU ms per device per collection: A median ${med(a).toFixed(2)} (min ${Math.min(...a).toFixed(2)}, max ${Math.max(...a).toFixed(2)}); B median ${med(b).toFixed(3)}`);
 console.log(`CPU ms per collection at ${nDev} devices: A ${(med(a) * nDev).toFixed(0)}, B ${(med(b) * nDev).toFixed(1)}`);
 if (ringSize === 1) {

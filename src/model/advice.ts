@@ -68,6 +68,12 @@ export function advise(t: Analysis): Pick<ModelTarget, 'recommendation' | 'advic
   // other sleeps' CPU, classic polling's included, is not identified (deviceTimeIdentified).
   if (!t.deviceTime.identified && t.depth) {
     const over = t.measured?.oversleepRatio;
+    if (t.current.sleptFraction === 0) {
+      return {
+        advice: 'withheld',
+        recommendation: `${t.device}: the kernel ${cur}; recommendation withheld: at this queue depth each completion waits for the poller's next look rather than the device, so its latency does not time the device and no sleep's CPU can be predicted. A while at a lower queue depth would time it`,
+      };
+    }
     return {
       advice: 'withheld',
       recommendation: `${t.device}: the kernel ${cur}; recommendation withheld: ${over !== undefined ? pct(over) : 'nearly all'} of the slept I/Os were already complete at wake-up, so at this queue depth no device time was timed and no other sleep's CPU can be predicted. A shorter sleep, or classic polling for a while, would time them`,

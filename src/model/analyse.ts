@@ -291,7 +291,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
     device: w.device,
     dev: w.dev,
     windowSeconds: w.seconds,
-    deviceTime: deviceTimeState(dt, unresolved, deviceTimeIdentified(unresolved, depth?.meanInFlight, sleptJudged(w))),
+    deviceTime: deviceTimeState(dt, unresolved, deviceTimeIdentified(unresolved, depth?.meanInFlight, sleptJudged(w), depth?.rqLatSlope)),
     wakeOverhead: { ...summary(fO), source: wakeDist ? 'measured' : 'default' },
     switchCostNs: csw.ns,
     switchCostSource: csw.source,
@@ -364,15 +364,26 @@ export const MIN_SPUN_AT_DEPTH = 0.01;
 export const FILL_SPUN = 2;
 
 /**
+ * Classic polling at depth (nothing slept, F_D fitted to rq_lat alone): below this rqLatSlope
+ * (DepthState) D is not identified. A poller-bound loop finds each completion at its next pass
+ * whatever the device's time, so rq_lat reads the loop, not D: on the virtual-time bed, classic
+ * QD32 on the 50 µs device put E[D] at +39 % and a QD16 ring over two 20 µs devices at ×3, both
+ * counted identified before (docs/validation.md, "Classic polling at depth").
+ */
+export const MIN_RQLAT_SLOPE = 0.5;
+
+/**
  * ModelTarget.deviceTime.identified: at QD1 (closed forms on the product-limit F_D, `depth`
  * undefined) while at most half of F_D is unresolved; at depth while at least MIN_SAMPLES,
- * MIN_SPUN_AT_DEPTH of the judged slept I/Os and more than FILL_SPUN × depth of them were spun for
- * (none judged: nothing slept, F_D from exact or rq_lat samples).
+ * MIN_SPUN_AT_DEPTH of the judged slept I/Os and more than FILL_SPUN × depth of them were spun for;
+ * with none judged (nothing slept: F_D from rq_lat) while rq_lat moves with D (`rqLatSlope`, where
+ * the fit measured it).
  */
-export function deviceTimeIdentified(unresolved: number, depth: number | undefined, slept: { overslept: number; spun: number }): boolean {
+export function deviceTimeIdentified(unresolved: number, depth: number | undefined, slept: { overslept: number; spun: number }, rqLatSlope?: number): boolean {
   if (depth === undefined) return !(unresolved > 0.5);
   const judged = slept.overslept + slept.spun;
-  return judged === 0 || (slept.spun >= MIN_SAMPLES && slept.spun >= MIN_SPUN_AT_DEPTH * judged && slept.spun > FILL_SPUN * depth);
+  if (judged === 0) return !(rqLatSlope !== undefined && rqLatSlope < MIN_RQLAT_SLOPE);
+  return slept.spun >= MIN_SAMPLES && slept.spun >= MIN_SPUN_AT_DEPTH * judged && slept.spun > FILL_SPUN * depth;
 }
 
 /**

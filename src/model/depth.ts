@@ -42,7 +42,8 @@ export const MIN_PASS_LOOKS = 16;
  * `lookNs` + `lookPerIoNs` · k: a poll call that finds k completions already there (`looks`,
  * `look_ns`, `look_k`, `look_kk`, `look_kns`); with one k only it is all per call. A run that did
  * not sleep has no such call; where it has at least MIN_PASS_LOOKS loops whose first pass of
- * oneshot calls found completions (a classic ring over several devices, paced by its poller) the
+ * oneshot calls found completions (a classic ring over several devices, paced by its poller), or
+ * whose first call on one device found two or more (a classic loop paced by its poller), the
  * look is fitted on that loop's start → the finding call's end (`pass_looks`, …, passLookFit): per
  * loop (the pass's own start and the finding call) + per completion found + `emptyLookNs` per call
  * before it that found nothing, which the classic loop pays before its completion work and nothing
@@ -252,8 +253,8 @@ const SHIFT_IOS = 800;
  */
 export function deviceTimeAtDepth(a: {
   era: Exclude<PollerEra, 'blkmq_sync'>; depth: number; fD: Dist; fO: Dist; sleepOnCpuNs: number; switchCostNs: number;
-  submission: SubmissionPattern; rule: SleepRule; targetNs: number;
-}): { fD: Dist; shiftNs: number } {
+  submission: SubmissionPattern; rule: SleepRule; targetNs: number; slope?: boolean;
+}): { fD: Dist; shiftNs: number; rqLatSlope?: number } {
   const { fD, targetNs, ...rest } = a;
   const [d] = deviceTimesAtDepth({ ...rest, devices: [{ fD, share: 1, targetNs }] });
   return d!;
@@ -267,30 +268,43 @@ export function deviceTimeAtDepth(a: {
 export function deviceTimesAtDepth(a: {
   era: Exclude<PollerEra, 'blkmq_sync'>; depth: number; devices: readonly { fD: Dist; share: number; targetNs?: number }[]; fO: Dist; sleepOnCpuNs: number;
   switchCostNs: number; submission: SubmissionPattern; rule: SleepRule;
-}): { fD: Dist; shiftNs: number }[] {
+  /** also measure each device's rqLatSlope (two more simulations) */
+  slope?: boolean;
+}): { fD: Dist; shiftNs: number; rqLatSlope?: number }[] {
   const minLo = a.devices.map((d) => Math.min(...d.fD.pieces.filter((q) => q.p > 0).map((q) => q.lo)));
   const wake = new Sampler(a.fO);
   const shift = a.devices.map(() => 0);
   const shifted = (d: Dist, x: number): Dist => ({ pieces: d.pieces.map((q) => ({ lo: q.lo + x, hi: q.hi + x, p: q.p })) });
+  // each device's simulated mean rq_lat with its F_D shifted by x[i] (common random numbers: seed 7)
+  const rqLat = (x: readonly number[]): number[] => simulate({
+    era: a.era, depth: a.depth, devices: a.devices.map((d, i) => ({ fD: new Sampler(shifted(d.fD, x[i]!)), share: d.share })), wake,
+    switchCostNs: a.switchCostNs, sleepOnCpuNs: a.sleepOnCpuNs, submission: a.submission, rule: a.rule, ios: SHIFT_IOS * a.devices.length,
+    warmup: Math.max(200, 4 * a.depth), seed: 7,
+  }).perDevice.map((pd) => (pd.ios ? pd.rqLatNs / pd.ios : NaN));
   for (let k = 0; k < SHIFT_ROUNDS; k++) {
-    const st = simulate({
-      era: a.era, depth: a.depth, devices: a.devices.map((d, i) => ({ fD: new Sampler(shifted(d.fD, shift[i]!)), share: d.share })), wake,
-      switchCostNs: a.switchCostNs, sleepOnCpuNs: a.sleepOnCpuNs, submission: a.submission, rule: a.rule, ios: SHIFT_IOS * a.devices.length,
-      warmup: Math.max(200, 4 * a.depth), seed: 7,
-    });
+    const found = rqLat(shift);
     let moved = false;
     a.devices.forEach((d, i) => {
-      const pd = st.perDevice[i]!;
-      const found = pd.ios ? pd.rqLatNs / pd.ios : NaN;
-      if (d.targetNs === undefined || !Number.isFinite(found)) return;
-      const next = Math.max(-minLo[i]!, shift[i]! + (d.targetNs - found));
+      if (d.targetNs === undefined || !Number.isFinite(found[i]!)) return;
+      const next = Math.max(-minLo[i]!, shift[i]! + (d.targetNs - found[i]!));
       if (Math.abs(next - shift[i]!) >= 0.002 * d.targetNs) moved = true;
       shift[i] = next;
     });
     if (!moved) break;
   }
-  return a.devices.map((d, i) => ({ fD: shifted(d.fD, shift[i]!), shiftNs: shift[i]! }));
+  const fits = a.devices.map((d, i) => ({ fD: shifted(d.fD, shift[i]!), shiftNs: shift[i]! }));
+  if (!a.slope) return fits;
+  // How much the fitted mean rq_lat moves with D, from D lowered by SLOPE_STEP of its mean (not
+  // below 0): about 1 where completions wait for nothing but the device, about 0 where every one
+  // waits for the poller instead (a poller-bound loop), where rq_lat cannot place D.
+  const step = fits.map((f, i) => Math.min(SLOPE_STEP * mean(f.fD), minLo[i]! + shift[i]!));
+  const at = rqLat(shift);
+  const below = rqLat(shift.map((x, i) => x - step[i]!));
+  return fits.map((f, i) => ({ ...f, rqLatSlope: step[i]! > 0 ? (at[i]! - below[i]!) / step[i]! : 0 }));
 }
+
+/** The step of D, as a share of its fitted mean, over which deviceTimesAtDepth measures rqLatSlope. */
+const SLOPE_STEP = 0.2;
 
 /**
  * F_D at depth without the poller's queueing, from what the window measured of rq_lat less a
@@ -302,9 +316,9 @@ export function deviceTimesAtDepth(a: {
  */
 export function fitDeviceTime(a: {
   era: Exclude<PollerEra, 'blkmq_sync'>; depth: number; fD: Dist; fO: Dist; sleepOnCpuNs: number; switchCostNs: number;
-  submission: SubmissionPattern; rule: SleepRule; rqLatMeanNs?: number; rqLatBuckets?: readonly number[];
-}): { fD: Dist; shiftNs: number } {
-  const { rqLatMeanNs: measuredMean, rqLatBuckets: measured, ...sim } = a;
+  submission: SubmissionPattern; rule: SleepRule; rqLatMeanNs?: number; rqLatBuckets?: readonly number[]; slope?: boolean;
+}): { fD: Dist; shiftNs: number; rqLatSlope?: number } {
+  const { rqLatMeanNs: measuredMean, rqLatBuckets: measured, slope, ...sim } = a;
   const steady = measured ? withoutTransient(measured, measuredMean ?? NaN) : undefined;
   const rqLatBuckets = steady?.buckets;
   const rqLatMeanNs = steady && measuredMean !== undefined ? steady.meanNs : measuredMean;
@@ -318,7 +332,7 @@ export function fitDeviceTime(a: {
       })
     : undefined;
   const fD = shape ?? a.fD;
-  return rqLatMeanNs !== undefined && rqLatMeanNs > 0 ? deviceTimeAtDepth({ ...sim, fD, targetNs: rqLatMeanNs }) : { fD, shiftNs: 0 };
+  return rqLatMeanNs !== undefined && rqLatMeanNs > 0 ? deviceTimeAtDepth({ ...sim, fD, targetNs: rqLatMeanNs, ...(slope ? { slope } : {}) }) : { fD, shiftNs: 0 };
 }
 
 export interface AtDepthInput {
@@ -375,7 +389,7 @@ export function analyseAtDepth(a: AtDepthInput): AtDepth {
   const fit = simEra
     ? fitDeviceTime({
         era: simEra, depth: Math.max(1, Math.round(a.meanDepth)), fD: a.fD, fO: a.fO, sleepOnCpuNs: a.sleepOnCpuNs, switchCostNs: a.switchCostNs,
-        submission, rule: simRule(current, a.fD, fixedDelaySleep(a.fixedSleepNs, a.kernel)),
+        submission, rule: simRule(current, a.fD, fixedDelaySleep(a.fixedSleepNs, a.kernel)), slope: current.rule === 'none',
         ...(a.rqLatMeanNs !== undefined ? { rqLatMeanNs: a.rqLatMeanNs } : {}), ...(a.rqLatBuckets ? { rqLatBuckets: a.rqLatBuckets } : {}),
       })
     : { fD: a.fD, shiftNs: 0 };
@@ -412,6 +426,7 @@ export function analyseAtDepth(a: AtDepthInput): AtDepth {
       cpuStdErrNs: r.current.cpuStdErrNs,
       deviceShiftNs: fit.shiftNs,
       meanDeviceNs: mean(fit.fD),
+      ...(fit.rqLatSlope !== undefined ? { rqLatSlope: fit.rqLatSlope } : {}),
       ...(r.kernelEstimateNs !== undefined ? { kernelEstimateNs: r.kernelEstimateNs } : {}),
     },
   };

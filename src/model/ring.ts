@@ -93,7 +93,7 @@ export function analyseRing(ws: readonly DeviceWindow[], opts: AnalyseOptions): 
   const submission: SubmissionPattern = { ...costs, reapNs: 0, minComplete: 1 };
   const sim = { era, fO: simFO, sleepOnCpuNs, switchCostNs: csw.ns, submission };
   const fits = deviceTimesAtDepth({
-    ...sim, depth: Math.max(1, Math.round(inFlight)), rule,
+    ...sim, depth: Math.max(1, Math.round(inFlight)), rule, slope: rule.kind === 'none',
     devices: ws.map((w, i) => {
       const rq = w.hists.rq_lat;
       return { fD: dts[i]!.dist, share: ios[i]!, ...(rq && rq.count > 0 ? { targetNs: withoutTransient(rq.buckets, rq.sumNs / rq.count).meanNs } : {}) };
@@ -173,7 +173,7 @@ export function analyseRing(ws: readonly DeviceWindow[], opts: AnalyseOptions): 
       dev: w.dev,
       windowSeconds: w.seconds,
       // the ring is always evaluated at depth (simulation)
-      deviceTime: deviceTimeState(dt, unresolved, deviceTimeIdentified(unresolved, inFlight, sleptJudged(w))),
+      deviceTime: deviceTimeState(dt, unresolved, deviceTimeIdentified(unresolved, inFlight, sleptJudged(w), fits[k]!.rqLatSlope)),
       wakeOverhead: { ...summary(fO), source: wakeDist ? 'measured' : 'default' },
       switchCostNs: csw.ns,
       switchCostSource: csw.source,
@@ -197,6 +197,7 @@ export function analyseRing(ws: readonly DeviceWindow[], opts: AnalyseOptions): 
         cpuStdErrNs: r.current.cpuStdErrNs,
         deviceShiftNs: fits[k]!.shiftNs,
         meanDeviceNs: mean(fits[k]!.fD),
+        ...(fits[k]!.rqLatSlope !== undefined ? { rqLatSlope: fits[k]!.rqLatSlope } : {}),
       },
       inFlight,
       pollerCosts: costs,

@@ -280,6 +280,12 @@ export interface DepthState {
   /** F_D at depth (depth.ts fitDeviceTime: deconvolved from rq_lat, then shifted to its mean): the shift, and the mean device time after it */
   deviceShiftNs: number;
   meanDeviceNs: number;
+  /**
+   * classic polling (nothing slept): how much the simulated mean rq_lat moves per ns of D around
+   * the fit (depth.ts deviceTimesAtDepth); near 0 where completions wait for the poller, so that
+   * rq_lat does not place D (deviceTimeIdentified)
+   */
+  rqLatSlope?: number;
   /** under the kernel's own rule (io_uring): where its running minimum ends */
   kernelEstimateNs?: number;
 }

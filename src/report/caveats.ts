@@ -20,9 +20,11 @@ export function caveats(t: ModelTarget): Caveats {
   const out: Caveats = {};
   const u = t.deviceTime.unresolved;
   if (!t.deviceTime.identified) {
-    const why = t.depth
-      ? `at this queue depth under 1% of the slept I/Os (or fewer than 20) were still pending at wake-up (${t.measured?.oversleepRatio === undefined ? 'nearly all' : percent(t.measured.oversleepRatio)} overslept), so no device time was timed`
-      : `over half of it (${percent(u)}) is unresolved`;
+    const why = !t.depth
+      ? `over half of it (${percent(u)}) is unresolved`
+      : t.current.sleptFraction === 0
+        ? 'at this queue depth the classic poller is the bottleneck: each completion waits for its next look, so the measured latency moves little with the device time'
+        : `at this queue depth under 1% of the slept I/Os (or fewer than 20) were still pending at wake-up (${t.measured?.oversleepRatio === undefined ? 'nearly all' : percent(t.measured.oversleepRatio)} overslept), so no device time was timed`;
     out.identified = `the device time is not identified: ${why}. E[D] and every figure for another sleep (the what-if rows, the optimal sleep, efficiency, wasted CPU) rest on where the model put it and can be off either way; the self-check at the current sleep still holds`;
   }
   if (u > 0) {

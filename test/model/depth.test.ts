@@ -1,7 +1,7 @@
 // The model at the measured depth (src/model/depth.ts): the depth input, the era mapping, and
 // analyse() switching from the QD1 forms to the poller model only at depth.
 import { describe, expect, it } from 'vitest';
-import { analyse, deviceTimeIdentified, FILL_SPUN, MIN_SPUN_AT_DEPTH, wastedPerIoNs } from '../../src/model/analyse.js';
+import { analyse, deviceTimeIdentified, FILL_SPUN, MIN_RQLAT_SLOPE, MIN_SPUN_AT_DEPTH, wastedPerIoNs } from '../../src/model/analyse.js';
 import { caveats } from '../../src/report/caveats.js';
 import { depthMix, DEPTH_THRESHOLD, deviceTimeAtDepth, meanInFlight, MIN_PASS_LOOKS, pollerCosts, pollerEra } from '../../src/model/depth.js';
 import { atom, mean, uniform } from '../../src/model/dist.js';
@@ -127,6 +127,16 @@ describe('whether the data identify F_D', () => {
     expect(deviceTimeIdentified(0, 4, { overslept: 0, spun: 0 })).toBe(true);
   });
 
+  it('at depth with nothing slept (classic polling) while rq_lat moves with D', () => {
+    expect(MIN_RQLAT_SLOPE).toBe(0.5);
+    expect(deviceTimeIdentified(0, 32, { overslept: 0, spun: 0 }, 0.97)).toBe(true);
+    expect(deviceTimeIdentified(0, 32, { overslept: 0, spun: 0 }, 0.5)).toBe(true);
+    expect(deviceTimeIdentified(0, 32, { overslept: 0, spun: 0 }, 0.12)).toBe(false);
+    // the slope only judges windows where nothing slept; at QD1 the closed forms have no fit
+    expect(deviceTimeIdentified(0, 32, { overslept: 1000, spun: 100 }, 0.12)).toBe(true);
+    expect(deviceTimeIdentified(0, undefined, { overslept: 0, spun: 0 }, 0.12)).toBe(true);
+  });
+
   it('at depth not from the spun I/Os one fill can give: more than FILL_SPUN × depth', () => {
     expect(FILL_SPUN).toBe(2);
     // QD32 on the 400 µs device: 26 of 2475 (1.05 %) and 28 of 509, all from the first fill of 32
@@ -157,6 +167,35 @@ describe('whether the data identify F_D', () => {
     // the report says why, beside the figures it shows
     expect(caveats(overslept).identified).toMatch(/^the device time is not identified: at this queue depth under 1% of the slept I\/Os \(or fewer than 20\) were still pending at wake-up \(100\.0% overslept\)/);
     expect(caveats(timed).identified).toBeUndefined();
+  });
+
+  it('classic polling at depth: not identified where the poller sets the pace, and the recommendation withheld', () => {
+    // a classic loop at QD32 reaping 8 per loop with 2 µs per I/O around it (a 64 µs round of 32);
+    // rq_lat reads the round wherever D lies below it
+    const at = (rqNs: number) => {
+      const n = 8000;
+      const r = prng(5);
+      const lat = Array.from({ length: n }, () => rqNs * (0.97 + 0.06 * r()));
+      const loops = n / 8;
+      return analyse({
+        dev: '259:0', device: 'nvme0n1', seconds: 10, era: 'iouring_hybrid', release: '7.3.4',
+        hists: { rq_lat: histOf(lat), spin: histOf(Array.from({ length: loops }, () => 8 * 300)), iopoll: histOf(Array.from({ length: loops }, () => 8 * 300)) },
+        counters: { polled_ios: n, sleeps: 0, spin_ns: n * 300, waits: loops, inflight_sum: loops * 32, gaps: loops, gap_ns: loops * 16_000, gap_k: n, gap_kk: loops * 64, gap_kns: loops * 8 * 16_000 },
+      }, { latencyBudget: 0.1 })!;
+    };
+    const paced = at(66_000);
+    expect(paced.depth?.method).toBe('simulation');
+    expect(paced.current.sleptFraction).toBe(0);
+    expect(paced.depth!.rqLatSlope).toBeLessThan(MIN_RQLAT_SLOPE);
+    expect(paced.deviceTime.identified).toBe(false);
+    expect(paced.advice).toBe('withheld');
+    expect(paced.recommendation).toMatch(/each completion waits for the poller's next look rather than the device/);
+    expect(caveats(paced).identified).toMatch(/^the device time is not identified: at this queue depth the classic poller is the bottleneck/);
+    // a 400 µs device under the same poller: rq_lat follows D
+    const device = at(420_000);
+    expect(device.depth!.rqLatSlope).toBeGreaterThan(0.8);
+    expect(device.deviceTime.identified).toBe(true);
+    expect(device.advice).not.toBe('withheld');
   });
 
   it('at QD1 with every slept I/O found complete at its wake-up: not identified (all unresolved), the QD1 advice kept', () => {
@@ -339,6 +378,22 @@ describe('F_D without the poller\'s queueing (deviceTimeAtDepth)', () => {
     const fit = deviceTimeAtDepth({ ...common, fD: uniform(measured - 10_000, measured + 10_000), fO: uniform(4000, 5000), targetNs: measured });
     expect(fit.shiftNs).toBeLessThan(0);
     expect(Math.abs(mean(fit.fD) / 50_000 - 1)).toBeLessThan(0.03);
+  });
+  it('measures how much rq_lat moves with D: about 1 where the device sets the pace, near 0 where the classic poller does', () => {
+    // a classic loop at QD32 spending ≈ 1.8 µs per I/O around its polls: 58 µs per round of 32
+    const submission = { submitNs: 1500, callNs: 1000, reapNs: 0, minComplete: 1, loopReapNs: 300 };
+    const common = { era: 'iouring_70' as const, depth: 32, fO: atom(1000), switchCostNs: 1500, sleepOnCpuNs: 0, submission, rule: { kind: 'none' as const }, slope: true };
+    const slopeAt = (d: number) => {
+      const st = simulate({ ...common, devices: [{ fD: new Sampler(atom(d)), share: 1 }], wake: new Sampler(atom(1000)), ios: 2000, warmup: 200, seed: 3 });
+      return deviceTimeAtDepth({ ...common, fD: atom(d), targetNs: st.perDevice[0]!.rqLatNs / st.perDevice[0]!.ios }).rqLatSlope!;
+    };
+    const poller = slopeAt(50_000);
+    const device = slopeAt(400_000);
+    expect(poller).toBeLessThan(MIN_RQLAT_SLOPE);
+    expect(device).toBeGreaterThan(0.8);
+    expect(device).toBeLessThan(1.2);
+    // only when asked (classic windows), at two simulations' cost
+    expect(deviceTimeAtDepth({ ...common, slope: false, fD: atom(400_000), targetNs: 420_000 }).rqLatSlope).toBeUndefined();
   });
   it('leaves F_D alone when nothing queues (the poller always looks)', () => {
     const fit = deviceTimeAtDepth({ era: 'iouring_70', depth: 4, fD: uniform(49_000, 51_000), fO: atom(1000), sleepOnCpuNs: 0, switchCostNs: 1500, submission: { submitNs: 0, reapNs: 0, minComplete: 1 }, rule: { kind: 'none' }, targetNs: 50_000 });
