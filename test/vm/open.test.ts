@@ -44,6 +44,11 @@ describe('known-open VM checks', () => {
     // are judged by the flag (gated); its self-check rests on E[D] and is open
     for (const id of ['5 model', '5 device time', '5 wasted']) expect(openCause(check({ id, scenario: 'qd32-fixed400' }))).toBeUndefined();
     expect(openCause(check({ id: '5 self-check', scenario: 'qd32-fixed400' }))).toBeDefined();
+    // the model fed the classic run (judged since its window holds that run alone): open on the fixed 400 µs device only
+    expect(openCause(check({ id: '5 classic self-check', scenario: 'qd32-fixed400' }))).toBeDefined();
+    for (const scenario of ['qd1-fixed50', 'qd4-fixed50', 'qd16-fixed50', 'qd32-fixed50', 'qd32-normal400', 'qd64-fixed50']) {
+      for (const id of ['5 classic self-check', '5 classic device time']) expect(openCause(check({ id, scenario }))).toBeUndefined();
+    }
     // the same with a spread in its service time: flagged, and its self-check gated since a ring's start is left out of the fit
     for (const id of ['5 model', '5 device time', '5 wasted', '5 self-check']) expect(openCause(check({ id, scenario: 'qd32-normal400' }))).toBeUndefined();
     expect(openCause(check({ id: '5 model', scenario: 'qd4-twopoint' }))).toBeUndefined();

@@ -428,6 +428,19 @@ function check5Rows(s: SessionRuns, sc: Scenario): CheckResult[] {
     return { err, text: `model E[D] ${us(r.exporter?.modelMeanDeviceTime)} vs device mean ${us(r.device?.serviceMean)} (${pct(err)}${flaggedText(r, err)})` };
   }, BOUNDS.model);
   const meanDPass = h.length > 0 && h.every((r) => within(meanDErr(r), BOUNDS.model) || flagged(r));
+  // The model fed the classic run, classic IOPOLL being what most pollers run: judged on a window
+  // that holds that run alone (the lab idles a model window before it: RunRecord.windowIdle).
+  const c = s.get(sc.id, 'fentry', 'poll');
+  const own = (r: RunFigures) => r.run.windowIdle === true && r.exporter?.currentSleep === 0;
+  const ownText = (r: RunFigures) => (own(r) ? '' : `; not judged: its window ${r.run.windowIdle ? `saw sleeps (current sleep ${us(r.exporter?.currentSleep)})` : 'also held the hybrid run'}`);
+  const classicSelf = everyRun(c, (r) => ({ err: r.exporter?.modelSelfError ?? NaN, text: `cpu(classic) vs measured CPU per I/O ${pct(r.exporter?.modelSelfError ?? NaN)} (measured ${us(r.exporter?.measuredCpuPerIo)}/IO${ownText(r)})` }), BOUNDS.model);
+  const classicSelfPass = c.length > 0 && c.every((r) => !own(r) || within(r.exporter?.modelSelfError ?? NaN, BOUNDS.model));
+  const classicD = everyRun(c, (r) => {
+    const err = meanDErr(r);
+    return { err, text: `model E[D] ${us(r.exporter?.modelMeanDeviceTime)} vs device mean ${us(r.device?.serviceMean)} (${pct(err)}${flaggedText(r, err)}${ownText(r)})` };
+  }, BOUNDS.model);
+  const classicDPass = c.length > 0 && c.every((r) => !own(r) || within(meanDErr(r), BOUNDS.model) || flagged(r));
+  const classicJudged = c.some(own) ? {} : { skipped: 'premise: no classic run whose window held it alone' };
   // η from the two measured runs (the exporter's CPU per I/O on each, one clock) and the model's
   // best: what the exporter's η must be if its classic and current terms are right. The classic
   // run's is its own spin per polled I/O, differenced over the run: the exporter's window gauge
@@ -471,7 +484,8 @@ function check5Rows(s: SessionRuns, sc: Scenario): CheckResult[] {
   // does the scrape before a run that follows another on the same exporter and device (a window
   // that lost them: docs/validation.md, "One boot's missing figure").
   const all = s.figures.filter((f) => !f.run.ab && f.exporter !== undefined);
-  const follows = (f: RunFigures) => all.slice(0, all.indexOf(f)).some((x) => x.run.rep === f.run.rep && x.run.tracing === f.run.tracing && x.run.device === f.run.device);
+  // (a run after a model window of idle starts from an empty window: nothing to keep)
+  const follows = (f: RunFigures) => !f.run.windowIdle && all.slice(0, all.indexOf(f)).some((x) => x.run.rep === f.run.rep && x.run.tracing === f.run.tracing && x.run.device === f.run.device);
   const scraped = all.filter((f) => f.run.scenario === sc.id).map((f) => ({ f, before: follows(f) ? f.exporter!.deviceTimeSourceBefore ?? 'none' : undefined, after: f.exporter!.deviceTimeSource ?? 'none' }));
   const figuresRow: CheckResult = {
     id: '5 figures', scenario: sc.id, title: 'model figures for the device after every scraped run (and before it when it follows one)',
@@ -484,6 +498,11 @@ function check5Rows(s: SessionRuns, sc: Scenario): CheckResult[] {
     {
       id: '5 device time', scenario: sc.id, title: "model's mean device time vs the device's own", measured: meanD.measured, bound: `±${BOUNDS.model * 100}%, or not identified (the exporter's flag)`, pass: meanDPass,
       ...(side ? { skipped: side } : {}),
+    },
+    { id: '5 classic self-check', scenario: sc.id, title: 'model reproduces the classic run it was fed (self-check)', measured: classicSelf.measured, bound: `±${BOUNDS.model * 100}%`, pass: classicSelfPass, ...(side ? { skipped: side } : classicJudged) },
+    {
+      id: '5 classic device time', scenario: sc.id, title: "model's mean device time fed the classic run vs the device's own", measured: classicD.measured, bound: `±${BOUNDS.model * 100}%, or not identified (the exporter's flag)`, pass: classicDPass,
+      ...(side ? { skipped: side } : classicJudged),
     },
     { id: '5 model', scenario: sc.id, title: 'model (fed hybrid) predicts classic CPU per I/O', measured: `${detail}: ${pred.measured}${pairs.map(([hy, c]) => flaggedText(hy, predErr(hy, c))).join('')}`, bound: `±${BOUNDS.model * 100}%, or not identified (the exporter's flag)`, pass: predPass, ...(side ? { skipped: side } : {}) },
     {

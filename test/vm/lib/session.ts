@@ -57,9 +57,9 @@ export const HPSIM_SEED = 1;
 /** The exporter's --model.window in the lab (exporterArgs), s. */
 export const MODEL_WINDOW_S = 60;
 /**
- * Guest idle before a ring's classic run's first scrape: longer than the model window (and its 2 %
- * edge slack), so the window after that run holds it alone and not also the same devices' hybrid
- * run just before. Which it held followed the guest time the scrapes took (under icount the guest clock
+ * Guest idle before a classic run's first scrape on a simulated device or ring: longer than the model
+ * window (and its 2 % edge slack), so the window after that run holds it alone and not also the same
+ * devices' hybrid run just before. Which it held followed the guest time the scrapes took (under icount the guest clock
  * jumps over idle, host-side waits included): a ring's classic self-check read -14.6 % and -33 %
  * with both runs in it, -2.2 ... -2.9 % with its own. Idle costs no host time under icount.
  */
@@ -147,6 +147,8 @@ export interface RunRecord {
   twin?: { before: LoaderSnap; after: LoaderSnap };
   /** hpsim devices: the device's own stats line (tools/hpsim) before and after the measured run */
   hpsim?: { before: string; after: string };
+  /** the guest idled a model window before the run's first scrape: its window holds this run alone (and was empty before it) */
+  windowIdle?: boolean;
   /** one ring over several devices (Scenario.ring): each device's name and stats lines, in slot order */
   ringDevices?: { device: string; hpsim: { before: string; after: string } }[];
 }
@@ -330,7 +332,7 @@ export async function waitBpfUp(g: Guest, timeoutMs: number): Promise<number> {
  * what the BPF programs do to it. The driver holds its idle ring open until the after-scrape, so
  * the ring's own gauges (hybrid_poll_time) are still exported then.
  */
-async function scrapedRun(g: Guest, s: Scenario, device: string, mode: PollMode, withTwin: boolean): Promise<Pick<RunRecord, 'driver' | 'hpsim' | 'ringDevices' | 'before' | 'after' | 'twin'>> {
+async function scrapedRun(g: Guest, s: Scenario, device: string, mode: PollMode, withTwin: boolean): Promise<Pick<RunRecord, 'driver' | 'hpsim' | 'ringDevices' | 'before' | 'after' | 'twin' | 'windowIdle'>> {
   // as runDriver does for an unscraped run, once: a run with other tasks busy beside it is done
   // again, scrapes and all (the exporter's figures are the difference of the two scrapes)
   const first = await scrapedOnce(g, s, device, mode, withTwin);
@@ -339,14 +341,14 @@ async function scrapedRun(g: Guest, s: Scenario, device: string, mode: PollMode,
   return { ...again, driver: { ...again.driver, retried: besideText(first.driver) } };
 }
 
-async function scrapedOnce(g: Guest, s: Scenario, device: string, mode: PollMode, withTwin: boolean): Promise<Pick<RunRecord, 'driver' | 'hpsim' | 'ringDevices' | 'before' | 'after' | 'twin'>> {
+async function scrapedOnce(g: Guest, s: Scenario, device: string, mode: PollMode, withTwin: boolean): Promise<Pick<RunRecord, 'driver' | 'hpsim' | 'ringDevices' | 'before' | 'after' | 'twin' | 'windowIdle'>> {
   let before = '';
   let twinBefore: LoaderSnap | undefined;
   let paused = false;
-  // a ring's hybrid run came first on its devices (POLLED): let it leave the model window (the
-  // ring checks judge each run's own window; one device's checks also want figures at the classic
-  // run's first scrape, which an empty window would not have)
-  if (mode === 'poll' && s.ring) await g.agent('POST', '/idle', { ms: WINDOW_IDLE_MS }, WINDOW_IDLE_MS + 60_000);
+  // the hybrid run came first on its devices (POLLED): let it leave the model window, so that the
+  // model fed the classic run sees that run alone (its before-scrape then has an empty window)
+  const windowIdle = mode === 'poll' && (s.ring !== undefined || s.model);
+  if (windowIdle) await g.agent('POST', '/idle', { ms: WINDOW_IDLE_MS }, WINDOW_IDLE_MS + 60_000);
   try {
     const run = await runDriver(g, s, device, mode, {
       hold: true,
@@ -361,7 +363,7 @@ async function scrapedOnce(g: Guest, s: Scenario, device: string, mode: PollMode
     await g.agent('POST', '/exporter/resume', {});
     paused = false;
     const after = await g.scrape();
-    return { ...run, before, after, ...(twinBefore && twinAfter ? { twin: { before: twinBefore, after: twinAfter } } : {}) };
+    return { ...run, before, after, ...(windowIdle ? { windowIdle } : {}), ...(twinBefore && twinAfter ? { twin: { before: twinBefore, after: twinAfter } } : {}) };
   } finally {
     if (paused) await g.agent('POST', '/exporter/resume', {}).catch(() => undefined);
     await g.agent('POST', '/drive/release', {}).catch(() => undefined);
