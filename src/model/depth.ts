@@ -268,7 +268,7 @@ export function deviceTimeAtDepth(a: {
 export function deviceTimesAtDepth(a: {
   era: Exclude<PollerEra, 'blkmq_sync'>; depth: number; devices: readonly { fD: Dist; share: number; targetNs?: number }[]; fO: Dist; sleepOnCpuNs: number;
   switchCostNs: number; submission: SubmissionPattern; rule: SleepRule;
-  /** also measure each device's rqLatSlope (two more simulations) */
+  /** also measure each device's rqLatSlope (one or two more simulations) */
   slope?: boolean;
 }): { fD: Dist; shiftNs: number; rqLatSlope?: number }[] {
   const minLo = a.devices.map((d) => Math.min(...d.fD.pieces.filter((q) => q.p > 0).map((q) => q.lo)));
@@ -281,6 +281,8 @@ export function deviceTimesAtDepth(a: {
     switchCostNs: a.switchCostNs, sleepOnCpuNs: a.sleepOnCpuNs, submission: a.submission, rule: a.rule, ios: SHIFT_IOS * a.devices.length,
     warmup: Math.max(200, 4 * a.depth), seed: 7,
   }).perDevice.map((pd) => (pd.ios ? pd.rqLatNs / pd.ios : NaN));
+  // the last round's rq_lat, when it ended the rounds by barely moving F_D (within 0.2 % of the target)
+  let settled: number[] | undefined;
   for (let k = 0; k < SHIFT_ROUNDS; k++) {
     const found = rqLat(shift);
     let moved = false;
@@ -290,7 +292,10 @@ export function deviceTimesAtDepth(a: {
       if (Math.abs(next - shift[i]!) >= 0.002 * d.targetNs) moved = true;
       shift[i] = next;
     });
-    if (!moved) break;
+    if (!moved) {
+      settled = found;
+      break;
+    }
   }
   const fits = a.devices.map((d, i) => ({ fD: shifted(d.fD, shift[i]!), shiftNs: shift[i]! }));
   if (!a.slope) return fits;
@@ -298,7 +303,7 @@ export function deviceTimesAtDepth(a: {
   // below 0): about 1 where completions wait for nothing but the device, about 0 where every one
   // waits for the poller instead (a poller-bound loop), where rq_lat cannot place D.
   const step = fits.map((f, i) => Math.min(SLOPE_STEP * mean(f.fD), minLo[i]! + shift[i]!));
-  const at = rqLat(shift);
+  const at = settled ?? rqLat(shift);
   const below = rqLat(shift.map((x, i) => x - step[i]!));
   return fits.map((f, i) => ({ ...f, rqLatSlope: step[i]! > 0 ? (at[i]! - below[i]!) / step[i]! : 0 }));
 }
