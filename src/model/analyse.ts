@@ -330,10 +330,10 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
 }
 
 /** Poll loops (BPF `gaps`) below which their mean completions are not fitted (widthToLoops). */
-const MIN_LOOPS = 100;
+export const MIN_LOOPS = 100;
 
 /** The measured completions per poll loop (fentry path: `gap_k` / `gaps`), where enough loops were timed. */
-function perLoopOf(counters: Record<string, number>): { perLoop?: number } {
+export function perLoopOf(counters: Record<string, number>): { perLoop?: number } {
   const n = counters['gaps'];
   const k = counters['gap_k'];
   return n !== undefined && k !== undefined && n >= MIN_LOOPS && k > 0 ? { perLoop: k / n } : {};
