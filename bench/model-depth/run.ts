@@ -9,9 +9,8 @@
 // (deviceTimesAtDepth over the ring's devices, each fitted to its own rq_lat mean, then one
 // evaluatePoller over them); the figures stay per device.
 // --classic: every device polls classically (current state classic, no sleep), as a classic
-// IOPOLL host's windows are analysed: the fit also measures rq_lat's slope in D (one or two more
-// simulations per device, deviceTimesAtDepth) for deviceTimeIdentified, and where the device sets
-// the pace fits F_D's width to 1.5 completions per loop (widthToLoops: up to seven more).
+// IOPOLL host's windows are analysed: the fit also measures rq_lat's slope in D (two more
+// simulations per device, deviceTimesAtDepth) for deviceTimeIdentified.
 // A calibration loop (1e8 additions) is timed before and after: compare it between runs (a
 // loaded machine inflates it and every other figure alike).
 import { parseArgs } from 'node:util';
@@ -100,9 +99,7 @@ const correct = (inp: PollerInput, i: number): PollerInput => {
   const d = inp.devices[0]!;
   const { fD } = fitDeviceTime({
     era: inp.era, depth: Math.round(meanDepth), fD: d.fD, fO: inp.fO, sleepOnCpuNs: 0, switchCostNs: inp.switchCostNs,
-    submission: inp.submission, rule: classic ? { kind: 'none' } : { kind: 'ring_min' }, rqLatMeanNs: 1.2 * mean(d.fD), rqLatBuckets: rqLats[i]!,
-    // a classic window also fits the width to its completions per loop where the device sets the pace
-    ...(classic ? { slope: true, perLoop: 1.5 } : {}),
+    submission: inp.submission, rule: classic ? { kind: 'none' } : { kind: 'ring_min' }, rqLatMeanNs: 1.2 * mean(d.fD), rqLatBuckets: rqLats[i]!, slope: classic,
   });
   return { ...inp, devices: [{ ...d, fD }] };
 };

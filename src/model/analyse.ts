@@ -9,7 +9,7 @@ import { estimateDeviceTime } from './censored.js';
 import { bucketPairs, bucketTotal, filledBuckets } from './hist.js';
 import { CostModel, evaluatePolicies, NO_KERNEL_OFFSETS, policySleep, WorstCase, type UnresolvedAtom } from './policies.js';
 import type { AnalyseOptions, CurrentPolicy, CurrentState, DepthState, DeviceTimeSource, DeviceWindow, Dist, KernelTerms, Measured, ModelTarget, OversleepCheck, UnresolvedBound } from './types.js';
-import { analyseAtDepth, DEPTH_THRESHOLD, meanInFlight, MIN_RQLAT_SLOPE, pollerCosts, pollerEra, type PollerCosts } from './depth.js';
+import { analyseAtDepth, DEPTH_THRESHOLD, meanInFlight, pollerCosts, pollerEra, type PollerCosts } from './depth.js';
 
 /** c_sw when it cannot be measured: the on-CPU cost of an hrtimer sleep plus a context switch pair on current x86 (design.md §5 anchor). */
 export const DEFAULT_SWITCH_COST_NS = 1500;
@@ -263,7 +263,6 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
       sleepOnCpuNs: sleepOnCpu(csw, w.hists.wake_lat), switchCostNs: csw.ns, latencyBudget: opts.latencyBudget,
       ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}), ...(kernel ? { kernel } : {}), ...(costs ?? pollerCosts({})), current, qd1: qd1Policies,
       ...(w.hists.rq_lat && w.hists.rq_lat.count > 0 ? { rqLatMeanNs: w.hists.rq_lat.sumNs / w.hists.rq_lat.count, rqLatBuckets: w.hists.rq_lat.buckets } : {}),
-      ...perLoopOf(w.counters),
     });
     ({ policies, classicCpuNs, depth, current } = d);
   }
@@ -329,16 +328,6 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
   return { ...partial, ...advise(partial) };
 }
 
-/** Poll loops (BPF `gaps`) below which their mean completions are not fitted (widthToLoops). */
-export const MIN_LOOPS = 100;
-
-/** The measured completions per poll loop (fentry path: `gap_k` / `gaps`), where enough loops were timed. */
-export function perLoopOf(counters: Record<string, number>): { perLoop?: number } {
-  const n = counters['gaps'];
-  const k = counters['gap_k'];
-  return n !== undefined && k !== undefined && n >= MIN_LOOPS && k > 0 ? { perLoop: k / n } : {};
-}
-
 /** Shared poll calls per polled I/O above which a device counts as polled by a ring over several devices. */
 export const SHARED_RING_POLLS_PER_IO = 0.01;
 
@@ -373,6 +362,15 @@ export const MIN_SPUN_AT_DEPTH = 0.01;
  * device").
  */
 export const FILL_SPUN = 2;
+
+/**
+ * Classic polling at depth (nothing slept, F_D fitted to rq_lat alone): below this rqLatSlope
+ * (DepthState) D is not identified. A poller-bound loop finds each completion at its next pass
+ * whatever the device's time, so rq_lat reads the loop, not D: on the virtual-time bed, classic
+ * QD32 on the 50 µs device put E[D] at +39 % and a QD16 ring over two 20 µs devices at ×3, both
+ * counted identified before (docs/validation.md, "Classic polling at depth").
+ */
+export const MIN_RQLAT_SLOPE = 0.5;
 
 /**
  * ModelTarget.deviceTime.identified: at QD1 (closed forms on the product-limit F_D, `depth`

@@ -312,15 +312,6 @@ export function deviceTimesAtDepth(a: {
 const SLOPE_STEP = 0.2;
 
 /**
- * Classic polling at depth (nothing slept, F_D fitted to rq_lat alone): below this rqLatSlope
- * (DepthState) D is not identified (analyse.ts deviceTimeIdentified). A poller-paced loop finds
- * each completion at its next look whatever the device's time, so rq_lat reads the loop, not D:
- * on the virtual-time bed classic QD32 / QD64 on the 50 µs device put E[D] at +52 / +343 %,
- * counted identified before (docs/validation.md, "Classic polling at depth").
- */
-export const MIN_RQLAT_SLOPE = 0.5;
-
-/**
  * F_D at depth without the poller's queueing, from what the window measured of rq_lat less a
  * transient (withoutTransient): its shape deconvolved from rq_lat's histogram (deconvolve.ts; the
  * found times bound D from above only where slept I/Os are found at their wake-up), then its mean
@@ -331,18 +322,8 @@ export const MIN_RQLAT_SLOPE = 0.5;
 export function fitDeviceTime(a: {
   era: Exclude<PollerEra, 'blkmq_sync'>; depth: number; fD: Dist; fO: Dist; sleepOnCpuNs: number; switchCostNs: number;
   submission: SubmissionPattern; rule: SleepRule; rqLatMeanNs?: number; rqLatBuckets?: readonly number[]; slope?: boolean;
-  /** measured completions per poll loop (widthToLoops), for a classic poller paced by the device */
-  perLoop?: number;
-}): { fD: Dist; shiftNs: number; rqLatSlope?: number; width?: number } {
-  const fit = fitMeanAndShape(a);
-  if (a.perLoop === undefined || !(a.perLoop > 0) || fit.rqLatSlope === undefined || fit.rqLatSlope < MIN_RQLAT_SLOPE) return fit;
-  const w = widthToLoops({ ...a, fD: fit.fD, perLoop: a.perLoop });
-  return w.width === 1 ? fit : { ...fit, fD: w.fD, width: w.width };
-}
-
-/** fitDeviceTime's shape (deconvolved) and mean (shifted). */
-function fitMeanAndShape(a: Parameters<typeof fitDeviceTime>[0]): { fD: Dist; shiftNs: number; rqLatSlope?: number } {
-  const { rqLatMeanNs: measuredMean, rqLatBuckets: measured, slope, perLoop: _k, ...sim } = a;
+}): { fD: Dist; shiftNs: number; rqLatSlope?: number } {
+  const { rqLatMeanNs: measuredMean, rqLatBuckets: measured, slope, ...sim } = a;
   const steady = measured ? withoutTransient(measured, measuredMean ?? NaN) : undefined;
   const rqLatBuckets = steady?.buckets;
   const rqLatMeanNs = steady && measuredMean !== undefined ? steady.meanNs : measuredMean;
@@ -358,59 +339,6 @@ function fitMeanAndShape(a: Parameters<typeof fitDeviceTime>[0]): { fD: Dist; sh
   const fD = shape ?? a.fD;
   return rqLatMeanNs !== undefined && rqLatMeanNs > 0 ? deviceTimeAtDepth({ ...sim, fD, targetNs: rqLatMeanNs, ...(slope ? { slope } : {}) }) : { fD, shiftNs: 0 };
 }
-
-/** Scales of F_D's width that widthToLoops tries, at most, and the completions per loop it settles within. */
-const WIDTH_MAX = 4;
-const WIDTH_ROUNDS = 5;
-const PER_LOOP_TOLERANCE = 0.01;
-
-/**
- * F_D's width (its spread around its mean, scaled by w) set so that the simulated poller reaps the
- * measured completions per loop. A classic poller paced by the device reaps what has completed when
- * it looks: how many at once follows how close the device's times lie, below what rq_lat's
- * histogram (12–25 % buckets) resolves, and the loop's CPU follows it (in the simulation of a
- * classic QD32 poller on 400 µs devices, 4.08 µs per I/O on an atom, 5.27 on a uniform 380–420 µs;
- * the deconvolved fits read +6.8 / −14.0 %, at the width that gives the measured completions per
- * loop within ±2 %: bench/model-depth/width.ts). The completions per loop grow with the width; w
- * from 0 (an atom at the mean) to WIDTH_MAX, by bisection on the simulation (common random
- * numbers), keeping F_D ≥ 0. w 1: F_D as it was.
- */
-export function widthToLoops(a: {
-  era: Exclude<PollerEra, 'blkmq_sync'>; depth: number; fD: Dist; fO: Dist; sleepOnCpuNs: number; switchCostNs: number;
-  submission: SubmissionPattern; rule: SleepRule; perLoop: number;
-}): { fD: Dist; width: number } {
-  const m = mean(a.fD);
-  const lo = Math.min(...a.fD.pieces.filter((q) => q.p > 0).map((q) => q.lo));
-  // (at the widest scale the lowest piece starts at 0, up to rounding)
-  const scaled = (w: number): Dist => ({ pieces: a.fD.pieces.map((q) => ({ lo: Math.max(0, m + w * (q.lo - m)), hi: Math.max(0, m + w * (q.hi - m)), p: q.p })) });
-  const wake = new Sampler(a.fO);
-  const perLoop = (w: number) => {
-    const st = simulate({
-      era: a.era, depth: a.depth, devices: [{ fD: new Sampler(scaled(w)), share: 1 }], wake, switchCostNs: a.switchCostNs, sleepOnCpuNs: a.sleepOnCpuNs,
-      submission: a.submission, rule: a.rule, ios: WIDTH_IOS, warmup: Math.max(200, 4 * a.depth), seed: 7,
-    });
-    return st.loops > 0 ? st.ios / st.loops : NaN;
-  };
-  const at1 = perLoop(1);
-  if (!Number.isFinite(at1) || Math.abs(at1 - a.perLoop) <= PER_LOOP_TOLERANCE) return { fD: a.fD, width: 1 };
-  // the widest scale that keeps every device time ≥ 0
-  const wMax = m > lo ? Math.min(WIDTH_MAX, m / (m - lo)) : 1;
-  let [below, above] = at1 < a.perLoop ? [1, wMax] : [0, 1];
-  if (at1 < a.perLoop && !(perLoop(wMax) > a.perLoop)) return { fD: scaled(wMax), width: wMax };
-  for (let k = 0; k < WIDTH_ROUNDS; k++) {
-    const w = (below + above) / 2;
-    const at = perLoop(w);
-    if (!Number.isFinite(at)) break;
-    if (Math.abs(at - a.perLoop) <= PER_LOOP_TOLERANCE) return { fD: scaled(w), width: w };
-    if (at < a.perLoop) below = w;
-    else above = w;
-  }
-  const w = (below + above) / 2;
-  return { fD: scaled(w), width: w };
-}
-
-/** I/Os each of widthToLoops' simulations reaps after its warm-up: the mean completions per loop to about ±0.02. */
-const WIDTH_IOS = 2000;
 
 export interface AtDepthInput {
   era: PollerEra;
@@ -436,8 +364,6 @@ export interface AtDepthInput {
   lookNs: number;
   lookPerIoNs: number;
   wakeToLookNs: number;
-  /** measured completions per poll loop (BPF gap_k / gaps): the target of widthToLoops for a classic poller; undefined: not fitted */
-  perLoop?: number;
   /** measured mean rq_lat (issue → completion) of the window: the target of deviceTimeAtDepth; undefined: F_D as measured */
   rqLatMeanNs?: number;
   /** measured rq_lat masses (flat index, count pairs): F_D is deconvolved from them (deconvolve.ts) before the mean is fitted */
@@ -465,11 +391,10 @@ export function analyseAtDepth(a: AtDepthInput): AtDepth {
   const submission: SubmissionPattern = { submitNs: a.submitNs, callNs: a.callNs, leadNs: a.leadNs, reapNs: 0, minComplete: 1, loopReapNs: a.loopReapNs, lookNs: a.lookNs, lookPerIoNs: a.lookPerIoNs, wakeToLookNs: a.wakeToLookNs };
   const current = currentPoller(a.current);
   const simEra = a.era === 'blkmq_sync' ? undefined : a.era;
-  const fit: ReturnType<typeof fitDeviceTime> = simEra
+  const fit = simEra
     ? fitDeviceTime({
         era: simEra, depth: Math.max(1, Math.round(a.meanDepth)), fD: a.fD, fO: a.fO, sleepOnCpuNs: a.sleepOnCpuNs, switchCostNs: a.switchCostNs,
         submission, rule: simRule(current, a.fD, fixedDelaySleep(a.fixedSleepNs, a.kernel)), slope: current.rule === 'none',
-        ...(current.rule === 'none' && a.perLoop !== undefined ? { perLoop: a.perLoop } : {}),
         ...(a.rqLatMeanNs !== undefined ? { rqLatMeanNs: a.rqLatMeanNs } : {}), ...(a.rqLatBuckets ? { rqLatBuckets: a.rqLatBuckets } : {}),
       })
     : { fD: a.fD, shiftNs: 0 };
@@ -507,7 +432,6 @@ export function analyseAtDepth(a: AtDepthInput): AtDepth {
       deviceShiftNs: fit.shiftNs,
       meanDeviceNs: mean(fit.fD),
       ...(fit.rqLatSlope !== undefined ? { rqLatSlope: fit.rqLatSlope } : {}),
-      ...(fit.width !== undefined ? { deviceWidth: fit.width } : {}),
       ...(r.kernelEstimateNs !== undefined ? { kernelEstimateNs: r.kernelEstimateNs } : {}),
     },
   };

@@ -286,11 +286,6 @@ export interface DepthState {
    * rq_lat does not place D (deviceTimeIdentified)
    */
   rqLatSlope?: number;
-  /**
-   * classic polling paced by the device: the scale of F_D's spread around its mean that gives the
-   * measured completions per poll loop (depth.ts widthToLoops); absent where F_D was kept as fitted
-   */
-  deviceWidth?: number;
   /** under the kernel's own rule (io_uring): where its running minimum ends */
   kernelEstimateNs?: number;
 }

@@ -48,10 +48,7 @@ function device(d: ReportDevice): string[] {
   if (notes.identified) kv('not identified', notes.identified);
   if (notes.unresolved) kv('unresolved', notes.unresolved);
   // at depth the model runs on F_D fitted to rq_lat (src/model/depth.ts fitDeviceTime), not on the estimate above
-  if (t.depth?.method === 'simulation') {
-    const width = t.depth.deviceWidth !== undefined ? `, its spread ×${t.depth.deviceWidth.toFixed(2)} to the completions each poll loop reaped` : '';
-    kv('at depth', `${t.depth.meanInFlight.toFixed(1)} I/Os in flight per wait: the model simulates the poller there, on D fitted to the measured latency (mean ${duration(t.depth.meanDeviceNs)}${width})`);
-  }
+  if (t.depth?.method === 'simulation') kv('at depth', `${t.depth.meanInFlight.toFixed(1)} I/Os in flight per wait: the model simulates the poller there, on D fitted to the measured latency (mean ${duration(t.depth.meanDeviceNs)})`);
   if (t.sharedRing?.ring) kv('ring', ringLine(t.sharedRing.ring));
   kv('wake overhead O', `mean ${duration(t.wakeOverhead.meanNs)} (${t.wakeOverhead.source}); sleep/wake CPU c_sw ${duration(t.switchCostNs)} (${t.switchCostSource})`);
   if (t.kernel) kv('kernel terms', kernelTerms(t.kernel));

@@ -1,13 +1,12 @@
 // The model at the measured depth (src/model/depth.ts): the depth input, the era mapping, and
 // analyse() switching from the QD1 forms to the poller model only at depth.
 import { describe, expect, it } from 'vitest';
-import { analyse, deviceTimeIdentified, FILL_SPUN, MIN_SPUN_AT_DEPTH, wastedPerIoNs } from '../../src/model/analyse.js';
+import { analyse, deviceTimeIdentified, FILL_SPUN, MIN_RQLAT_SLOPE, MIN_SPUN_AT_DEPTH, wastedPerIoNs } from '../../src/model/analyse.js';
 import { caveats } from '../../src/report/caveats.js';
-import { bucketOf } from '../../src/model/buckets.js';
-import { depthMix, DEPTH_THRESHOLD, deviceTimeAtDepth, fitDeviceTime, meanInFlight, MIN_PASS_LOOKS, MIN_RQLAT_SLOPE, pollerCosts, pollerEra } from '../../src/model/depth.js';
+import { depthMix, DEPTH_THRESHOLD, deviceTimeAtDepth, meanInFlight, MIN_PASS_LOOKS, pollerCosts, pollerEra } from '../../src/model/depth.js';
 import { atom, mean, uniform } from '../../src/model/dist.js';
 import { Sampler, simulate } from '../../src/model/poller/index.js';
-import type { DeviceWindow, Dist } from '../../src/model/types.js';
+import type { DeviceWindow } from '../../src/model/types.js';
 import { histOf, normal, prng, simulatePoller } from './helpers.js';
 
 const OPTS = { latencyBudget: 0.01 };
@@ -395,35 +394,6 @@ describe('F_D without the poller\'s queueing (deviceTimeAtDepth)', () => {
     expect(device).toBeLessThan(1.2);
     // only when asked (classic windows), at two simulations' cost
     expect(deviceTimeAtDepth({ ...common, slope: false, fD: atom(400_000), targetNs: 420_000 }).rqLatSlope).toBeUndefined();
-  });
-  it('sets a device-paced classic poller\'s F_D width to the measured completions per loop, which rq_lat\'s buckets cannot resolve', () => {
-    // classic QD32 on 400 µs devices with the 7.3 guest's costs (bench/model-depth/width.ts)
-    const poller = {
-      era: 'iouring_70' as const, depth: 32, switchCostNs: 5400, sleepOnCpuNs: 3300, rule: { kind: 'none' as const }, fO: uniform(3900, 4800),
-      submission: { submitNs: 4600, callNs: 1130, leadNs: 3000, reapNs: 0, minComplete: 1, loopReapNs: 1800, lookNs: 1500, lookPerIoNs: 200 },
-    };
-    const run = (fD: Dist, seed: number, observe?: (d: number, r: number) => void) => {
-      const st = simulate({ ...poller, devices: [{ fD: new Sampler(fD), share: 1 }], wake: new Sampler(poller.fO), ios: 10_000, warmup: 500, seed, ...(observe ? { observe } : {}) });
-      return { cpuNs: (st.spinNs + st.switchNs) / st.ios, perLoop: st.ios / st.loops, rqLatNs: st.perDevice[0]!.rqLatNs / st.perDevice[0]!.ios };
-    };
-    for (const truth of [atom(400_000), uniform(380_000, 420_000)]) {
-      const counts = new Map<number, number>();
-      const t = run(truth, 11, (_d, r) => counts.set(bucketOf(Math.round(r)), (counts.get(bucketOf(Math.round(r))) ?? 0) + 1));
-      const measured = { rqLatMeanNs: t.rqLatNs, rqLatBuckets: [...counts].sort((a, b) => a[0] - b[0]).flat(), slope: true };
-      const plain = fitDeviceTime({ ...poller, fD: truth, ...measured });
-      const widened = fitDeviceTime({ ...poller, fD: truth, ...measured, perLoop: t.perLoop });
-      expect(widened.width).toBeDefined();
-      expect(Math.abs(mean(widened.fD) / mean(plain.fD) - 1)).toBeLessThan(1e-9);
-      expect(Math.abs(run(widened.fD, 7).cpuNs / t.cpuNs - 1)).toBeLessThan(0.06);
-      if (truth.pieces.length > 1) expect(Math.abs(run(plain.fD, 7).cpuNs / t.cpuNs - 1)).toBeGreaterThan(0.1);
-    }
-  });
-  it('leaves the width alone where the poller sets the pace (rq_lat does not place D) or nothing was counted', () => {
-    const sub = { submitNs: 1500, callNs: 1000, reapNs: 0, minComplete: 1, loopReapNs: 300 };
-    const common = { era: 'iouring_70' as const, depth: 32, fO: atom(1000), switchCostNs: 1500, sleepOnCpuNs: 0, submission: sub, rule: { kind: 'none' as const } };
-    const fD = uniform(45_000, 55_000);
-    expect(fitDeviceTime({ ...common, fD, rqLatMeanNs: 60_000, slope: true, perLoop: 9 }).width).toBeUndefined();
-    expect(fitDeviceTime({ ...common, fD: uniform(380_000, 420_000), rqLatMeanNs: 402_000, slope: true }).width).toBeUndefined();
   });
   it('leaves F_D alone when nothing queues (the poller always looks)', () => {
     const fit = deviceTimeAtDepth({ era: 'iouring_70', depth: 4, fD: uniform(49_000, 51_000), fO: atom(1000), sleepOnCpuNs: 0, switchCostNs: 1500, submission: { submitNs: 0, reapNs: 0, minComplete: 1 }, rule: { kind: 'none' }, targetNs: 50_000 });
