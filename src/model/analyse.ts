@@ -366,9 +366,9 @@ export const FILL_SPUN = 2;
 /**
  * Classic polling at depth (nothing slept, F_D fitted to rq_lat alone): below this rqLatSlope
  * (DepthState) D is not identified. A poller-bound loop finds each completion at its next pass
- * whatever the device's time, so rq_lat reads the loop, not D: on the virtual-time bed, classic
- * QD32 on the 50 µs device put E[D] at +39 % and a QD16 ring over two 20 µs devices at ×3, both
- * counted identified before (docs/validation.md, "Classic polling at depth").
+ * whatever the device's time, so rq_lat reads the loop, not D: on the virtual-time bed classic
+ * QD32 / QD64 on the 50 µs device put E[D] at +52 / +343 %, counted identified before
+ * (docs/validation.md, "Classic polling at depth").
  */
 export const MIN_RQLAT_SLOPE = 0.5;
 

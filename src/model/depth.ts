@@ -275,12 +275,13 @@ export function deviceTimesAtDepth(a: {
   const wake = new Sampler(a.fO);
   const shift = a.devices.map(() => 0);
   const shifted = (d: Dist, x: number): Dist => ({ pieces: d.pieces.map((q) => ({ lo: q.lo + x, hi: q.hi + x, p: q.p })) });
-  // each device's simulated mean rq_lat with its F_D shifted by x[i] (common random numbers: seed 7)
-  const rqLat = (x: readonly number[]): number[] => simulate({
-    era: a.era, depth: a.depth, devices: a.devices.map((d, i) => ({ fD: new Sampler(shifted(d.fD, x[i]!)), share: d.share })), wake,
+  // each device's simulated mean rq_lat on the F_D given (common random numbers: seed 7)
+  const rqLatOn = (fDs: readonly Dist[]): number[] => simulate({
+    era: a.era, depth: a.depth, devices: a.devices.map((d, i) => ({ fD: new Sampler(fDs[i]!), share: d.share })), wake,
     switchCostNs: a.switchCostNs, sleepOnCpuNs: a.sleepOnCpuNs, submission: a.submission, rule: a.rule, ios: SHIFT_IOS * a.devices.length,
     warmup: Math.max(200, 4 * a.depth), seed: 7,
   }).perDevice.map((pd) => (pd.ios ? pd.rqLatNs / pd.ios : NaN));
+  const rqLat = (x: readonly number[]) => rqLatOn(a.devices.map((d, i) => shifted(d.fD, x[i]!)));
   // the last round's rq_lat, when it ended the rounds by barely moving F_D (within 0.2 % of the target)
   let settled: number[] | undefined;
   for (let k = 0; k < SHIFT_ROUNDS; k++) {
@@ -299,17 +300,25 @@ export function deviceTimesAtDepth(a: {
   }
   const fits = a.devices.map((d, i) => ({ fD: shifted(d.fD, shift[i]!), shiftNs: shift[i]! }));
   if (!a.slope) return fits;
-  // How much the fitted mean rq_lat moves with D, from D lowered by SLOPE_STEP of its mean (not
-  // below 0): about 1 where completions wait for nothing but the device, about 0 where every one
-  // waits for the poller instead (a poller-bound loop), where rq_lat cannot place D.
-  const step = fits.map((f, i) => Math.min(SLOPE_STEP * mean(f.fD), minLo[i]! + shift[i]!));
+  // How much the fitted mean rq_lat moves with D, from every device time scaled down by SLOPE_STEP:
+  // about 1 where completions wait for nothing but the device, about 0 where every one waits for the
+  // poller instead (a poller-paced loop), where rq_lat cannot place D.
   const at = settled ?? rqLat(shift);
-  const below = rqLat(shift.map((x, i) => x - step[i]!));
-  return fits.map((f, i) => ({ ...f, rqLatSlope: step[i]! > 0 ? (at[i]! - below[i]!) / step[i]! : 0 }));
+  const below = rqLatOn(fits.map((f) => ({ pieces: f.fD.pieces.map((q) => ({ lo: q.lo * (1 - SLOPE_STEP), hi: q.hi * (1 - SLOPE_STEP), p: q.p })) })));
+  return fits.map((f, i) => {
+    const step = SLOPE_STEP * mean(f.fD);
+    return { ...f, rqLatSlope: step > 0 ? (at[i]! - below[i]!) / step : 0 };
+  });
 }
 
-/** The step of D, as a share of its fitted mean, over which deviceTimesAtDepth measures rqLatSlope. */
-const SLOPE_STEP = 0.2;
+/**
+ * The step of D, as a share of its fitted mean, over which deviceTimesAtDepth measures rqLatSlope:
+ * wide, so that a fit that landed past the knee of a poller-paced loop (E[D] above the loop's round,
+ * rq_lat's excess over the simulated round taken for device time) reads the plateau below it. At
+ * 0.2 the lab's classic QD64 run on the 50 µs device, fitted at E[D] 177 µs, read identified in one
+ * boot of two (CI profile 2026-12-07 15:00).
+ */
+const SLOPE_STEP = 0.5;
 
 /**
  * F_D at depth without the poller's queueing, from what the window measured of rq_lat less a
