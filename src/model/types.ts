@@ -281,9 +281,9 @@ export interface DepthState {
   deviceShiftNs: number;
   meanDeviceNs: number;
   /**
-   * classic polling (nothing slept): how much the simulated mean rq_lat moves per ns of D around
-   * the fit (depth.ts deviceTimesAtDepth); near 0 where completions wait for the poller, so that
-   * rq_lat does not place D (deviceTimeIdentified)
+   * classic polling (nothing slept): how much the simulated mean rq_lat moves per ns of E[D] when
+   * every fitted device time is halved (depth.ts deviceTimesAtDepth); near 0 where completions wait
+   * for the poller, so that rq_lat does not place D (deviceTimeIdentified)
    */
   rqLatSlope?: number;
   /** under the kernel's own rule (io_uring): where its running minimum ends */
