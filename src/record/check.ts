@@ -68,6 +68,18 @@ export const array = <T>(c: Check<T>): Check<T[]> => (v, path) => {
   return v.map((x, i) => c(x, `${path}[${i}]`));
 };
 
+/** An array whose elements are told apart by `key` (a device, a ring): a repeated key is refused, as it would repeat a series. */
+export const keyedArray = <T>(c: Check<T>, key: (x: T) => string, what: string): Check<T[]> => (v, path) => {
+  const xs = array(c)(v, path);
+  const seen = new Set<string>();
+  xs.forEach((x, i) => {
+    const k = key(x);
+    if (seen.has(k)) throw new CheckError(`${path}[${i}]`, `${what} ${JSON.stringify(k)} appears twice`);
+    seen.add(k);
+  });
+  return xs;
+};
+
 export const tuple2 = <A, B>(a: Check<A>, b: Check<B>): Check<[A, B]> => (v, path) => {
   if (!Array.isArray(v) || v.length !== 2) throw new CheckError(path, `expected a pair, got ${describe(v)}`);
   return [a(v[0], `${path}[0]`), b(v[1], `${path}[1]`)];

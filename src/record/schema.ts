@@ -6,7 +6,7 @@ import { flatBuckets } from '../model/hist.js';
 import { COLLECTORS, type CollectorResult, type SnapshotInputs } from '../snapshot/types.js';
 import { ERAS, type DeviceReading, type EraDetection, type HctxIoPoll, type HostReading, type KernelFeatures, type PollStat, type PollStatBucket } from '../sources/types.js';
 import {
-  array, bool, CheckError, int, literal, nonNegative, nullable, num, object, oneOf, optional, partialRecord, record, str, tuple2, type Check,
+  array, bool, CheckError, int, keyedArray, literal, nonNegative, nullable, num, object, oneOf, optional, partialRecord, record, str, tuple2, type Check,
 } from './check.js';
 import { RECORDING_FORMAT, RECORDING_VERSION, type RecordingHeader } from './format.js';
 
@@ -66,7 +66,7 @@ const host = object<HostReading>({
   nvmePollQueues: optional(num),
   features,
   era,
-  devices: array(device),
+  devices: keyedArray(device, (d) => d.device, 'device'),
 });
 
 // The buckets must add up to `count`, as the loader protocol already demands (its count is
@@ -121,8 +121,10 @@ const bpf = object<BpfSnapshot>({
   bpfStats: optional(bool),
   cpu: optional(object<NonNullable<BpfSnapshot['cpu']>>({ seconds: nonNegative, source: oneOf(['bpf_stats', 'estimate'] as const), budget: nonNegative })),
   programs: record(program),
-  devices: array(deviceSeries),
-  rings: array(ring),
+  // one entry per device and per ring, as the loader protocol groups them (a repeated one would
+  // repeat its series in the exposition: found by test/hardening/fuzzLoaderRecording.test.ts)
+  devices: keyedArray(deviceSeries, (d) => d.dev, 'dev'),
+  rings: keyedArray(ring, (r) => r.ring, 'ring'),
   ringsOther: optional(count),
   counters: record(count),
   deviceCounters: record(record(count)),

@@ -124,6 +124,16 @@ describe('malformed recordings', () => {
     expect((await errorOf(ok + line(coll))).message).toMatch(/:3: frame: collectors\[0\]\.name: expected one of sysfs, debugfs/);
   });
 
+  it('refuses a device or ring that appears twice in a frame (it would repeat its series)', async () => {
+    const twice = structuredClone(f!);
+    expect(twice.bpf!.devices.length).toBeGreaterThan(1);
+    twice.bpf!.devices[1]!.dev = twice.bpf!.devices[0]!.dev;
+    expect((await errorOf(ok + line(twice))).message).toMatch(/:3: frame: bpf\.devices\[1\]: dev "[0-9:]+" appears twice/);
+    const host = structuredClone(f!);
+    host.host!.devices.push(structuredClone(host.host!.devices[0]!));
+    expect((await errorOf(ok + line(host))).message).toMatch(/host\.devices\[\d+\]: device "\w+" appears twice/);
+  });
+
   it('refuses an unknown version, another format, a missing header and an empty file', async () => {
     const v2 = await errorOf(line({ ...header, version: 2 }) + line(f));
     expect(v2.line).toBe(1);
