@@ -5,7 +5,7 @@ import type { Era } from '../sources/types.js';
 import { parseRelease } from '../sources/era.js';
 import { evaluatePoller, Sampler, simulate, type CurrentPoller, type PollerEra, type PollerOutcome, type PollerResult, type SleepRule, type SubmissionPattern } from './poller/index.js';
 import { deconvolveDeviceTime, withoutTransient } from './deconvolve.js';
-import { mean } from './dist.js';
+import { mean, scaledToMean } from './dist.js';
 import { fixedDelaySleep, type KernelOffsets } from './policies.js';
 import type { CurrentState, DepthState, Dist, PolicyOutcome } from './types.js';
 
@@ -304,7 +304,7 @@ export function deviceTimesAtDepth(a: {
   // about 1 where completions wait for nothing but the device, about 0 where every one waits for the
   // poller instead (a poller-paced loop), where rq_lat cannot place D.
   const at = settled ?? rqLat(shift);
-  const below = rqLatOn(fits.map((f) => ({ pieces: f.fD.pieces.map((q) => ({ lo: q.lo * (1 - SLOPE_STEP), hi: q.hi * (1 - SLOPE_STEP), p: q.p })) })));
+  const below = rqLatOn(fits.map((f) => scaledToMean(f.fD, (1 - SLOPE_STEP) * mean(f.fD))));
   return fits.map((f, i) => {
     const step = SLOPE_STEP * mean(f.fD);
     return { ...f, rqLatSlope: step > 0 ? (at[i]! - below[i]!) / step : 0 };

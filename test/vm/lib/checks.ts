@@ -423,10 +423,11 @@ function check5Rows(s: SessionRuns, sc: Scenario): CheckResult[] {
   const side = (sc.procs ?? 1) > 1 ? sidePremise(s, sc) : undefined;
   const self = everyRun(h, (r) => ({ err: r.exporter?.modelSelfError ?? NaN, text: `cpu(current) vs measured CPU per I/O ${pct(r.exporter?.modelSelfError ?? NaN)} (measured ${us(r.exporter?.measuredCpuPerIo)}/IO; other vCPUs ran tasks ${r.driver.beside})` }), BOUNDS.model);
   const meanDErr = (r: RunFigures) => relErr(r.exporter?.modelMeanDeviceTime, r.device?.serviceMean);
-  const meanD = everyRun(h, (r) => {
+  const meanDRow = (r: RunFigures, note = '') => {
     const err = meanDErr(r);
-    return { err, text: `model E[D] ${us(r.exporter?.modelMeanDeviceTime)} vs device mean ${us(r.device?.serviceMean)} (${pct(err)}${flaggedText(r, err)})` };
-  }, BOUNDS.model);
+    return { err, text: `model E[D] ${us(r.exporter?.modelMeanDeviceTime)} vs device mean ${us(r.device?.serviceMean)} (${pct(err)}${flaggedText(r, err)}${note})` };
+  };
+  const meanD = everyRun(h, (r) => meanDRow(r), BOUNDS.model);
   const meanDPass = h.length > 0 && h.every((r) => within(meanDErr(r), BOUNDS.model) || flagged(r));
   // The model fed the classic run, classic IOPOLL being what most pollers run: judged on a window
   // that holds that run alone (the lab idles a model window before it: RunRecord.windowIdle).
@@ -435,10 +436,7 @@ function check5Rows(s: SessionRuns, sc: Scenario): CheckResult[] {
   const ownText = (r: RunFigures) => (own(r) ? '' : `; not judged: its window ${r.run.windowIdle ? `saw sleeps (current sleep ${us(r.exporter?.currentSleep)})` : 'also held the hybrid run'}`);
   const classicSelf = everyRun(c, (r) => ({ err: r.exporter?.modelSelfError ?? NaN, text: `cpu(classic) vs measured CPU per I/O ${pct(r.exporter?.modelSelfError ?? NaN)} (measured ${us(r.exporter?.measuredCpuPerIo)}/IO${ownText(r)})` }), BOUNDS.model);
   const classicSelfPass = c.length > 0 && c.every((r) => !own(r) || within(r.exporter?.modelSelfError ?? NaN, BOUNDS.model));
-  const classicD = everyRun(c, (r) => {
-    const err = meanDErr(r);
-    return { err, text: `model E[D] ${us(r.exporter?.modelMeanDeviceTime)} vs device mean ${us(r.device?.serviceMean)} (${pct(err)}${flaggedText(r, err)}${ownText(r)})` };
-  }, BOUNDS.model);
+  const classicD = everyRun(c, (r) => meanDRow(r, ownText(r)), BOUNDS.model);
   const classicDPass = c.length > 0 && c.every((r) => !own(r) || within(meanDErr(r), BOUNDS.model) || flagged(r));
   const classicJudged = c.some(own) ? {} : { skipped: 'premise: no classic run whose window held it alone' };
   // η from the two measured runs (the exporter's CPU per I/O on each, one clock) and the model's
