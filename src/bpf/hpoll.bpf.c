@@ -827,44 +827,26 @@ static __always_inline void pend_plook(struct task_st *st, u32 dev, struct dev_c
 	st->pend &= ~PEND_PLOOK;
 }
 
-/* the records only a loop that slept leaves: its sleep, its shortest finding call, its found classification */
-#define PEND_SLEPT (PEND_SLEEP | PEND_MIN | PEND_FOUND)
-
-/* Everything pending, with one lookup per block for dev (dc: its counters, NULL: look up). With
- * `timed` (at a loop's start) the records of a loop that slept come last and their time is
- * returned and counted in dc (srec_ns, srecs): the loop-start program runs between the submission
- * and the poll, where the poller's gap and lead are timed, and a classic loop has none of it. */
-static __always_inline u64 pend_record(struct task_st *st, u32 dev, struct dev_ctr *dc, const bool timed)
+/* everything pending, with one lookup per block for dev (dc: its counters, NULL: look up) */
+static __always_inline void pend_record(struct task_st *st, u32 dev, struct dev_ctr *dc)
 {
 	struct dev_hists *fd = NULL;
 	struct dev_calib *cal = NULL;
-	u64 t0, ns;
 
 	if (st->pend & (PEND_SLEEP | PEND_LOOP | PEND_MIN | PEND_FOUND))
 		fd = fdev_get(dev);
 	if (st->pend & (PEND_MIN | PEND_FOUND))
 		cal = calib_of(fd, dev);
-	if (st->pend & PEND_LOOP)
-		pend_loop(st, dev, fd, dc);
-	if (st->pend & PEND_PLOOK)
-		pend_plook(st, dev, dc);
-	if (!(st->pend & PEND_SLEPT))
-		return 0;
-	t0 = timed ? bpf_ktime_get_ns() : 0;
 	if (st->pend & PEND_SLEEP)
 		pend_sleep(st, dev, fd);
+	if (st->pend & PEND_LOOP)
+		pend_loop(st, dev, fd, dc);
 	if (st->pend & PEND_MIN)
 		pend_min(st, dev, cal);
 	if (st->pend & PEND_FOUND)
 		pend_found(st, dev, fd, cal, dc);
-	if (!timed)
-		return 0;
-	ns = bpf_ktime_get_ns() - t0;
-	if (dc) {
-		dc->srec_ns += ns;
-		dc->srecs++;
-	}
-	return ns;
+	if (st->pend & PEND_PLOOK)
+		pend_plook(st, dev, dc);
 }
 
 /* a new ring's entry before its fields are set: from .bss, not the stack (the loop-start program
@@ -1354,7 +1336,7 @@ static __always_inline int on_exit(struct task_struct *p, const bool btf)
 	if (st->t_sleep && !st->test)
 		flush_unmatched(st);
 	if (st->pend)
-		pend_record(st, st->dev, NULL, false);
+		pend_record(st, st->dev, NULL);
 	if (st->r_passes)
 		ring_flush(st, ring_get(st->r_key, NULL));
 	ungate(st);
@@ -1395,11 +1377,11 @@ int BPF_PROG(hp_iopoll_in, struct io_ring_ctx *rctx)
 	 * finds completions: the loop runs from the first pass's entry to that pass's exit */
 	if (!st->t_loop) {
 		struct dev_ctr *dc = st->dev ? dev_ctr_get(st->dev) : NULL;
-		u64 key = (u64)rctx, srec = 0;
+		u64 key = (u64)rctx;
 
 		/* the previous loop's records: the device serves this loop's I/O meanwhile */
 		if (st->pend)
-			srec = pend_record(st, st->dev, dc, true);
+			pend_record(st, st->dev, dc);
 		ring_move(st, key);
 		ring_flush(st, ring_get(key, rctx));
 		/* after the records: like the rest of this program they are the loop's edge, outside
@@ -1414,9 +1396,8 @@ int BPF_PROG(hp_iopoll_in, struct io_ring_ctx *rctx)
 			depth_sample(dc, st);
 			/* the time since the previous loop's end: reaping its CQEs, user space, the next
 			 * submissions; a gap over the stale limit is idle time, not a cost */
-			/* the gap and the lead without a slept loop's records (srec_ns holds them) */
-			if (st->t_end && st->t_loop - st->t_end < GAP_MAX_NS && st->t_loop - st->t_end > srec) {
-				u64 g = st->t_loop - st->t_end - srec, k = st->end_k;
+			if (st->t_end && st->t_loop - st->t_end < GAP_MAX_NS) {
+				u64 g = st->t_loop - st->t_end, k = st->end_k;
 
 				dc->gaps++;
 				dc->gap_ns += g;
@@ -1424,8 +1405,8 @@ int BPF_PROG(hp_iopoll_in, struct io_ring_ctx *rctx)
 				dc->gap_kk += k * k;
 				dc->gap_kns += k * g;
 			}
-			if (st->t_polled > st->t_end && st->t_loop > st->t_polled + srec && st->t_loop - st->t_polled < GAP_MAX_NS) {
-				dc->lead_ns += st->t_loop - st->t_polled - srec;
+			if (st->t_polled > st->t_end && st->t_loop > st->t_polled && st->t_loop - st->t_polled < GAP_MAX_NS) {
+				dc->lead_ns += st->t_loop - st->t_polled;
 				dc->leads++;
 			}
 		}

@@ -121,10 +121,6 @@ struct dev_ctr {
 	 * the submission and the waiting call's entry, on CPU while the device already runs) */
 	__u64 lead_ns;
 	__u64 leads;
-	/* fentry: a loop start's records of a previous loop that slept (its sleep, its finding call),
-	 * which gap_ns and lead_ns leave out: Σ ns, count. A cost of a hybrid loop, not of polling. */
-	__u64 srec_ns;
-	__u64 srecs;
 	/* fentry: the poll call that found a slept request already complete (slept through): its
 	 * length and the completions it found (ret), for a per-call + per-completion fit, and the
 	 * woken poller's time from its switch-in to that call's entry */

@@ -705,8 +705,6 @@ static void dump_devs(struct hpoll *skel)
 				agg.reaped += d->reaped;
 				agg.lead_ns += d->lead_ns;
 				agg.leads += d->leads;
-				agg.srec_ns += d->srec_ns;
-				agg.srecs += d->srecs;
 				agg.looks += d->looks;
 				agg.look_ns += d->look_ns;
 				agg.look_k += d->look_k;
@@ -749,7 +747,7 @@ static void dump_devs(struct hpoll *skel)
 		       "\"pass_looks\":%llu,\"pass_look_ns\":%llu,\"pass_look_k\":%llu,"
 		       "\"pass_look_kk\":%llu,\"pass_look_kns\":%llu,\"pass_look_j\":%llu,"
 		       "\"pass_look_jj\":%llu,\"pass_look_jk\":%llu,\"pass_look_jns\":%llu,"
-		       "\"shared_polls\":%llu,\"srec_ns\":%llu,\"srecs\":%llu",
+		       "\"shared_polls\":%llu",
 		       n ? "," : "",
 		       key >> 20, key & 0xfffff, (unsigned long long)agg.polled_ios,
 		       (unsigned long long)agg.exact, (unsigned long long)agg.calibrated,
@@ -768,8 +766,7 @@ static void dump_devs(struct hpoll *skel)
 		       (unsigned long long)agg.pass_look_k, (unsigned long long)agg.pass_look_kk,
 		       (unsigned long long)agg.pass_look_kns, (unsigned long long)agg.pass_look_j,
 		       (unsigned long long)agg.pass_look_jj, (unsigned long long)agg.pass_look_jk,
-		       (unsigned long long)agg.pass_look_jns, (unsigned long long)agg.shared_polls,
-		       (unsigned long long)agg.srec_ns, (unsigned long long)agg.srecs);
+		       (unsigned long long)agg.pass_look_jns, (unsigned long long)agg.shared_polls);
 		if (agg.shared_with)
 			printf(",\"shared_with\":\"%u:%u\"}", agg.shared_with >> 20, agg.shared_with & 0xfffff);
 		else

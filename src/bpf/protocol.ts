@@ -86,13 +86,7 @@ export const LOOK_COUNTERS = ['looks', 'look_ns', 'look_k', 'look_kk', 'look_kns
 export const PASS_LOOK_COUNTERS = [
   'pass_looks', 'pass_look_ns', 'pass_look_k', 'pass_look_kk', 'pass_look_kns', 'pass_look_j', 'pass_look_jj', 'pass_look_jk', 'pass_look_jns',
 ] as const;
-/** a loop start's records of a loop that slept, which gap_ns and lead_ns then leave out: Σ ns, count (newer than PASS_LOOK_COUNTERS: both or none) */
-export const SLEEP_RECORD_COUNTERS = ['srec_ns', 'srecs'] as const;
-export type PollerCounter =
-  | (typeof POLLER_COUNTERS)[number]
-  | (typeof LOOK_COUNTERS)[number]
-  | (typeof PASS_LOOK_COUNTERS)[number]
-  | (typeof SLEEP_RECORD_COUNTERS)[number];
+export type PollerCounter = (typeof POLLER_COUNTERS)[number] | (typeof LOOK_COUNTERS)[number] | (typeof PASS_LOOK_COUNTERS)[number];
 
 export interface LoaderRing {
   ring: string;
@@ -318,12 +312,7 @@ function parseDevice(v: unknown, path: string): LoaderDevice {
     ...(o['gaps'] !== undefined
       ? {
           poller: Object.fromEntries(
-            [
-              ...POLLER_COUNTERS,
-              ...(o['looks'] !== undefined ? LOOK_COUNTERS : []),
-              ...(o['pass_looks'] !== undefined ? PASS_LOOK_COUNTERS : []),
-              ...(o['srecs'] !== undefined ? SLEEP_RECORD_COUNTERS : []),
-            ].map((k) => [k, count(o[k], `${path}.${k}`)]),
+            [...POLLER_COUNTERS, ...(o['looks'] !== undefined ? LOOK_COUNTERS : []), ...(o['pass_looks'] !== undefined ? PASS_LOOK_COUNTERS : [])].map((k) => [k, count(o[k], `${path}.${k}`)]),
           ),
         }
       : {}),

@@ -8,10 +8,7 @@ import { family, type MetricFamily, type Sample } from './family.js';
 const s = (ns: number) => ns / 1e9;
 
 /** hybridpoll_model_poller_overhead_seconds: each part label and the PollerCosts field it shows */
-const POLLER_PART_FIELD = {
-  call: 'callNs', submit: 'submitNs', lead: 'leadNs', loop_reap: 'loopReapNs', look: 'lookNs', look_io: 'lookPerIoNs', empty_look: 'emptyLookNs',
-  wake_look: 'wakeToLookNs', sleep_record: 'sleepRecordNs',
-} as const;
+const POLLER_PART_FIELD = { call: 'callNs', submit: 'submitNs', lead: 'leadNs', loop_reap: 'loopReapNs', look: 'lookNs', look_io: 'lookPerIoNs', empty_look: 'emptyLookNs', wake_look: 'wakeToLookNs' } as const;
 const POLLER_PARTS = Object.keys(POLLER_PART_FIELD) as (keyof typeof POLLER_PART_FIELD)[];
 
 export function modelFamilies(snap: Snapshot): MetricFamily[] {
@@ -91,7 +88,7 @@ export function modelFamilies(snap: Snapshot): MetricFamily[] {
       'Mean polled I/Os in flight at the start of a waiting call over the model window (eBPF: hybridpoll_poll_inflight_ios_total / hybridpoll_poll_waits_total): the queue depth the model is evaluated at. Absent when the loader does not count it.',
       ts, (t) => perDevice(t, t.inFlight)),
     family('model_poller_overhead_seconds', 'gauge',
-      'The poller\'s time around its polling over the model window (fentry path), the inputs of the model at depth: part="call" per waiting call and part="submit" per I/O outside the poll loop before the issue (reaping CQEs, user space, the submission), part="lead" per waiting call from the last issue to the first poll, part="loop_reap" per completion inside the loop after the poll that found it, part="look" per poll call that found completions already there, part="look_io" per completion it found, part="empty_look" per one-look poll call that found nothing (a classic ring over several devices), part="wake_look" per sleep from the switch-in to that call, part="sleep_record" per loop that slept the exporter\'s own records of it at the next loop start (left out of call and lead).',
+      'The poller\'s time around its polling over the model window (fentry path), the inputs of the model at depth: part="call" per waiting call and part="submit" per I/O outside the poll loop before the issue (reaping CQEs, user space, the submission), part="lead" per waiting call from the last issue to the first poll, part="loop_reap" per completion inside the loop after the poll that found it, part="look" per poll call that found completions already there, part="look_io" per completion it found, part="empty_look" per one-look poll call that found nothing (a classic ring over several devices), part="wake_look" per sleep from the switch-in to that call.',
       modelled.flatMap((t) => (t.pollerCosts ? POLLER_PARTS.map((part) => ({ t, part })) : [])),
       ({ t, part }) => ({ labels: { device: t.device, part }, value: s(t.pollerCosts![POLLER_PART_FIELD[part]]) })),
     family('model_input_info', 'gauge',

@@ -8,8 +8,8 @@ import { atom, bucketPiece, calibratedDist, summary } from './dist.js';
 import { estimateDeviceTime } from './censored.js';
 import { bucketPairs, bucketTotal, filledBuckets } from './hist.js';
 import { CostModel, evaluatePolicies, NO_KERNEL_OFFSETS, policySleep, WorstCase, type UnresolvedAtom } from './policies.js';
-import type { AnalyseOptions, CurrentPolicy, CurrentState, DepthState, DeviceTimeSource, DeviceWindow, Dist, KernelTerms, Measured, ModelTarget, OversleepCheck, PollerCosts, UnresolvedBound } from './types.js';
-import { analyseAtDepth, DEPTH_THRESHOLD, meanInFlight, pollerCosts, pollerEra } from './depth.js';
+import type { AnalyseOptions, CurrentPolicy, CurrentState, DepthState, DeviceTimeSource, DeviceWindow, Dist, KernelTerms, Measured, ModelTarget, OversleepCheck, UnresolvedBound } from './types.js';
+import { analyseAtDepth, DEPTH_THRESHOLD, meanInFlight, pollerCosts, pollerEra, type PollerCosts } from './depth.js';
 
 /** c_sw when it cannot be measured: the on-CPU cost of an hrtimer sleep plus a context switch pair on current x86 (design.md §5 anchor). */
 export const DEFAULT_SWITCH_COST_NS = 1500;

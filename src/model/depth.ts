@@ -7,7 +7,7 @@ import { evaluatePoller, Sampler, simulate, type CurrentPoller, type PollerEra, 
 import { deconvolveDeviceTime, withoutTransient } from './deconvolve.js';
 import { mean, scaledToMean } from './dist.js';
 import { fixedDelaySleep, type KernelOffsets } from './policies.js';
-import type { CurrentState, DepthState, Dist, PollerCosts, PolicyOutcome } from './types.js';
+import type { CurrentState, DepthState, Dist, PolicyOutcome } from './types.js';
 
 /**
  * A mean depth below this is QD1: closed forms, exactly today's model. The poller model itself
@@ -38,9 +38,7 @@ export const MIN_PASS_LOOKS = 16;
  * `gap_k`, `gap_kk`, `gap_kns`): a poller that reaps two per call pays its syscalls once for both.
  * With one k only (classic QD1: always 1) or a fit outside [0, ∞) it is all per I/O.
  * `loopReapNs`: inside the loop after the poll that found completions (ending the requests,
- * posting CQEs), per completion (`reap_ns` / `reaped`). `sleepRecordNs`: per loop that slept, the
- * next loop start's BPF records of it (`srec_ns` / `srecs`), which the loader leaves out of the
- * gaps and leads: a cost of a hybrid loop under this exporter, which a classic loop does not pay.
+ * posting CQEs), per completion (`reap_ns` / `reaped`).
  * `lookNs` + `lookPerIoNs` · k: a poll call that finds k completions already there (`looks`,
  * `look_ns`, `look_k`, `look_kk`, `look_kns`); with one k only it is all per call. A run that did
  * not sleep has no such call; where it has at least MIN_PASS_LOOKS loops whose first pass of
@@ -70,8 +68,6 @@ export function pollerCosts(counters: Record<string, number>): PollerCosts {
     : undefined;
   const look = pass ?? { ...slept, e: 0 };
   const wakeLook = c('wake_look_ns');
-  const srecs = c('srecs');
-  const srecNs = c('srec_ns');
   // the gap holds the lead (issue → next loop), which the simulation places after the issue: take it
   // from the per-call part first, the rest from the per-I/O part (at the mean completions per gap)
   const n = c('leads');
@@ -88,8 +84,21 @@ export function pollerCosts(counters: Record<string, number>): PollerCosts {
     lookPerIoNs: look.b,
     emptyLookNs: look.e,
     wakeToLookNs: looks && wakeLook !== undefined ? wakeLook / looks : 0,
-    sleepRecordNs: srecs && srecNs !== undefined ? srecNs / srecs : 0,
   };
+}
+
+export interface PollerCosts {
+  /** per waiting call before the submissions, per I/O submitted, after the issue before the first poll; in the loop per completion */
+  callNs: number;
+  submitNs: number;
+  leadNs: number;
+  loopReapNs: number;
+  /** a poll call that finds completions: per call and per completion it finds; per sleep, switch-in → that call */
+  lookNs: number;
+  lookPerIoNs: number;
+  /** a one-look poll call that finds nothing (from a classic ring's first passes; 0 elsewhere) */
+  emptyLookNs: number;
+  wakeToLookNs: number;
 }
 
 /**
@@ -364,7 +373,6 @@ export interface AtDepthInput {
   lookNs: number;
   lookPerIoNs: number;
   wakeToLookNs: number;
-  sleepRecordNs: number;
   /** measured mean rq_lat (issue → completion) of the window: the target of deviceTimeAtDepth; undefined: F_D as measured */
   rqLatMeanNs?: number;
   /** measured rq_lat masses (flat index, count pairs): F_D is deconvolved from them (deconvolve.ts) before the mean is fitted */
@@ -389,11 +397,7 @@ export interface AtDepth {
  * input (evaluatePoller's message).
  */
 export function analyseAtDepth(a: AtDepthInput): AtDepth {
-  const submission: SubmissionPattern = {
-    submitNs: a.submitNs, callNs: a.callNs, leadNs: a.leadNs, reapNs: 0, minComplete: 1,
-    loopReapNs: a.loopReapNs, lookNs: a.lookNs, lookPerIoNs: a.lookPerIoNs, wakeToLookNs: a.wakeToLookNs,
-    sleepRecordNs: a.sleepRecordNs,
-  };
+  const submission: SubmissionPattern = { submitNs: a.submitNs, callNs: a.callNs, leadNs: a.leadNs, reapNs: 0, minComplete: 1, loopReapNs: a.loopReapNs, lookNs: a.lookNs, lookPerIoNs: a.lookPerIoNs, wakeToLookNs: a.wakeToLookNs };
   const current = currentPoller(a.current);
   const simEra = a.era === 'blkmq_sync' ? undefined : a.era;
   const fit = simEra

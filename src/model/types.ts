@@ -204,7 +204,7 @@ export interface ModelTarget {
   /** the block layer's terms the model measured for its rules (absent when neither the mean nor the timer lag was) */
   kernel?: KernelTerms;
   /** the poller's time around its polling (depth.ts pollerCosts), when the loader counts it (fentry path) */
-  pollerCosts?: PollerCosts;
+  pollerCosts?: { callNs: number; submitNs: number; leadNs: number; loopReapNs: number; lookNs: number; lookPerIoNs: number; emptyLookNs: number; wakeToLookNs: number };
   /**
    * what the recommendation rests on: `model` (the best static sleep; nothing unresolved),
    * `bounded` (a sleep within the budget whatever the unresolved device times, the model's best
@@ -325,21 +325,4 @@ export interface ModelResult {
   targets: ModelTarget[];
   /** monotonic wasted CPU-seconds per device present in the BPF data (integrated over snapshots) */
   wastedCpuSecondsTotal: { device: string; seconds: number }[];
-}
-
-/** The poller's costs around its polling (depth.ts pollerCosts), in ns. */
-export interface PollerCosts {
-  /** per waiting call before the submissions, per I/O submitted, after the issue before the first poll; in the loop per completion */
-  callNs: number;
-  submitNs: number;
-  leadNs: number;
-  loopReapNs: number;
-  /** a poll call that finds completions: per call and per completion it finds; per sleep, switch-in → that call */
-  lookNs: number;
-  lookPerIoNs: number;
-  /** a one-look poll call that finds nothing (from a classic ring's first passes; 0 elsewhere) */
-  emptyLookNs: number;
-  wakeToLookNs: number;
-  /** per loop that slept, the exporter's own records of it at the next loop's start (fentry path) */
-  sleepRecordNs: number;
 }

@@ -195,12 +195,6 @@ describe('toBpfSnapshot', () => {
     const older = parseLine(line(snapJson({ devs: [{ ...DEV, ...costs, ...looks }] }))) as LoaderSnap;
     expect(older.devices[0]!.poller).not.toHaveProperty('pass_looks');
     expect(() => parseLine(line(snapJson({ devs: [{ ...DEV, ...costs, ...looks, ...pass, pass_look_kns: undefined }] })))).toThrow(/snap.devs\[0\].pass_look_kns/);
-    // the slept loops' records, newest
-    const records = { srec_ns: 2100, srecs: 3 };
-    const newest = parseLine(line(snapJson({ devs: [{ ...DEV, ...costs, ...looks, ...pass, ...records }] }))) as LoaderSnap;
-    expect(newest.devices[0]!.poller).toEqual({ ...costs, ...looks, ...pass, ...records });
-    expect(all.devices[0]!.poller).not.toHaveProperty('srecs');
-    expect(() => parseLine(line(snapJson({ devs: [{ ...DEV, ...costs, ...looks, ...pass, ...records, srec_ns: -1 }] })))).toThrow(/snap.devs\[0\].srec_ns/);
   });
 
   it('reports program status and, with bpf_stats on, run time', () => {

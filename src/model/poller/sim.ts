@@ -120,7 +120,6 @@ export function simulate(cfg: SimConfig): SimStats {
   const lookPerIoNs = cfg.submission.lookPerIoNs ?? 0;
   const emptyLookNs = cfg.submission.emptyLookNs ?? 0;
   const wakeToLook = cfg.submission.wakeToLookNs ?? 0;
-  const sleepRecordNs = cfg.submission.sleepRecordNs ?? 0;
   const minC = Math.min(N, Math.max(0, Math.floor(cfg.submission.minComplete)));
   const multiQueue = nDev > 1;
   const plugs = cfg.era !== 'blkmq_iouring';
@@ -163,8 +162,6 @@ export function simulate(cfg: SimConfig): SimStats {
 
   let t = 0;
   let est = Infinity; // hybrid_poll_time (LLONG_MAX)
-  // whether the current waiting call's loop slept (its records cost sleepRecordNs at the next call)
-  let loopSlept = false;
   let reapedTotal = 0;
   let measuring = cfg.warmup <= 0;
   let measureFrom = 0;
@@ -292,7 +289,6 @@ export function simulate(cfg: SimConfig): SimStats {
   };
 
   const sleep = (s: number, q: number) => {
-    loopSlept = true;
     t += sleepOnCpu + s + cfg.wake.at(uO()) + wakeToLook;
     if (measuring) {
       st.switchNs += c;
@@ -310,7 +306,6 @@ export function simulate(cfg: SimConfig): SimStats {
     if (!(w > 0)) return;
     if (!Number.isFinite(w)) throw new Error('simulate: waiting for a completion that never comes');
     if (rule.kind === 'oracle' && w > c) {
-      loopSlept = true;
       const o = cfg.wake.at(uO());
       t += Math.max(w, o);
       if (measuring) {
@@ -487,12 +482,10 @@ export function simulate(cfg: SimConfig): SimStats {
       if (measuring) st.overheadNs += callNs;
     }
     refill();
-    const edge = leadNs + (loopSlept ? sleepRecordNs : 0);
-    if (edge > 0) {
-      t += edge;
-      if (measuring) st.overheadNs += edge;
+    if (leadNs > 0) {
+      t += leadNs;
+      if (measuring) st.overheadNs += leadNs;
     }
-    loopSlept = false;
     let nr = 0;
     if (measuring) st.loops++;
     do {

@@ -57,11 +57,6 @@ export interface SubmissionPattern {
   emptyLookNs?: number;
   /** on-CPU time per sleep from the poller's switch-in to its next poll call (the sleep's return path). Optional, 0 */
   wakeToLookNs?: number;
-  /**
-   * on-CPU time at the start of the waiting call after a loop that slept, after the lead (the
-   * exporter's records of that loop). Optional, 0
-   */
-  sleepRecordNs?: number;
   /** completions the waiting call waits for (io_uring_enter min_complete; 0 = non-waiting: ONESHOT) */
   minComplete: number;
   /**

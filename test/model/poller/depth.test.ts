@@ -206,18 +206,3 @@ describe('completion work inside the poll loop (loopReapNs)', () => {
     expect(b.spinNs / b.ios).toBeGreaterThan(a.spinNs / a.ios);
   });
 });
-
-describe('the exporter\'s records of a loop that slept (sleepRecordNs)', () => {
-  const run = (rule: Parameters<typeof simulate>[0]['rule'], sleepRecordNs: number) =>
-    simulate({ era: 'iouring_70', depth: 1, devices: [{ fD: new Sampler(atom(10_000)), share: 1 }], wake: new Sampler(atom(1000)), switchCostNs: 1500,
-      submission: { submitNs: 0, reapNs: 0, minComplete: 1, leadNs: 300, sleepRecordNs }, rule, ios: 600, warmup: 200, seed: 1 });
-  it('costs each waiting call after a loop that slept, outside the loop; nothing where nothing sleeps', () => {
-    const sleeping = { kind: 'static', sleepNs: [5000] } as const;
-    const a = run(sleeping, 0);
-    const b = run(sleeping, 800);
-    expect((b.overheadNs - a.overheadNs) / b.ios).toBeCloseTo(800, 6);
-    // after the issue: the device serves meanwhile, so the spin after the sleep is as much shorter
-    expect((a.spinNs - b.spinNs) / b.ios).toBeCloseTo(800, 6);
-    expect(run({ kind: 'none' }, 800).overheadNs).toBe(run({ kind: 'none' }, 0).overheadNs);
-  });
-});
