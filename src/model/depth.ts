@@ -27,8 +27,13 @@ export function meanInFlight(counters: Record<string, number>): number | undefin
   return Number.isFinite(d) ? d : undefined;
 }
 
-/** Fewer classic finding looks than this are left out (lookNs 0, as before they were counted): a mean of a few is noise. */
-export const MIN_PASS_LOOKS = 16;
+/**
+ * Fewer finding looks than this (slept-through calls, or a classic loop's first passes) are left
+ * out (their costs 0, as before they were counted): a mean of a few is noise. At QD1 a slept
+ * request is rarely found at its first look (4 in 20,000 I/Os on the 7.3 guest, whose
+ * switch-in → call read 25 µs each where it is 1 µs at depth).
+ */
+export const MIN_LOOKS = 16;
 
 /**
  * The poller's costs around its polling, from the BPF counters (src/bpf/README.md), each 0 when not
@@ -41,7 +46,7 @@ export const MIN_PASS_LOOKS = 16;
  * posting CQEs), per completion (`reap_ns` / `reaped`).
  * `lookNs` + `lookPerIoNs` · k: a poll call that finds k completions already there (`looks`,
  * `look_ns`, `look_k`, `look_kk`, `look_kns`); with one k only it is all per call. A run that did
- * not sleep has no such call; where it has at least MIN_PASS_LOOKS loops whose first pass of
+ * not sleep has no such call (nor one with fewer than MIN_LOOKS); where it has at least MIN_LOOKS loops whose first pass of
  * oneshot calls found completions (a classic ring over several devices, paced by its poller), or
  * whose first call on one device found two or more (a classic loop paced by its poller), the
  * look is fitted on that loop's start → the finding call's end (`pass_looks`, …, passLookFit): per
@@ -59,11 +64,12 @@ export function pollerCosts(counters: Record<string, number>): PollerCosts {
   const reapNs = c('reap_ns');
   const loopReapNs = reaped && reapNs !== undefined ? reapNs / reaped : 0;
   const gap = lineFit(c('gaps'), c('gap_ns'), c('gap_k'), c('gap_kk'), c('gap_kns'), 'slope');
-  const looks = c('looks');
+  const counted = c('looks');
+  const looks = counted !== undefined && counted >= MIN_LOOKS ? counted : undefined;
   const slept = lineFit(looks, c('look_ns'), c('look_k'), c('look_kk'), c('look_kns'), 'intercept');
   // a run without slept looks (classic): its loops' first passes of oneshot calls that found completions
   const passLooks = c('pass_looks');
-  const pass = !looks && passLooks !== undefined && passLooks >= MIN_PASS_LOOKS
+  const pass = !looks && passLooks !== undefined && passLooks >= MIN_LOOKS
     ? passLookFit(passLooks, (k) => c(`pass_look_${k}`))
     : undefined;
   const look = pass ?? { ...slept, e: 0 };

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { analyse, deviceTimeIdentified, FILL_SPUN, MIN_RQLAT_SLOPE, MIN_SPUN_AT_DEPTH, wastedPerIoNs } from '../../src/model/analyse.js';
 import { caveats } from '../../src/report/caveats.js';
-import { depthMix, DEPTH_THRESHOLD, deviceTimeAtDepth, meanInFlight, MIN_PASS_LOOKS, pollerCosts, pollerEra } from '../../src/model/depth.js';
+import { depthMix, DEPTH_THRESHOLD, deviceTimeAtDepth, meanInFlight, MIN_LOOKS, pollerCosts, pollerEra } from '../../src/model/depth.js';
 import { atom, mean, uniform } from '../../src/model/dist.js';
 import { Sampler, simulate } from '../../src/model/poller/index.js';
 import type { DeviceWindow } from '../../src/model/types.js';
@@ -243,19 +243,28 @@ describe('the poller costs around its polling', () => {
     const c = pollerCosts(sums([[9000, 1], [5000, 2]]));
     expect(c).toEqual({ callNs: 0, submitNs: 14_000 / 3, leadNs: 0, loopReapNs: 0, lookNs: 0, lookPerIoNs: 0, emptyLookNs: 0, wakeToLookNs: 0 });
   });
-  const looks = (calls: [number, number][]) => ({
+  const scaled = (sums: Record<string, number>, times: number): Record<string, number> =>
+    Object.fromEntries(Object.entries(sums).map(([k, v]) => [k, v * times]));
+  // each call counted MIN_LOOKS times (the same means and fit)
+  const looks = (calls: [number, number][], times = MIN_LOOKS) => scaled({
     looks: calls.length,
     look_ns: calls.reduce((a, [d]) => a + d, 0),
     look_k: calls.reduce((a, [, k]) => a + k, 0),
     look_kk: calls.reduce((a, [, k]) => a + k * k, 0),
     look_kns: calls.reduce((a, [d, k]) => a + d * k, 0),
-  });
+  }, times);
   it('splits a finding poll call into a per-call and a per-completion part, all per call with one k only', () => {
     // call = 2.7 µs + 0.15 µs per completion found
     const c = pollerCosts(looks([[2850, 1], [3000, 2], [5100, 16], [2850, 1]]));
     expect(c.lookNs).toBeCloseTo(2700, 6);
     expect(c.lookPerIoNs).toBeCloseTo(150, 6);
     expect(pollerCosts(looks([[3000, 2], [3100, 2], [2900, 2]]))).toMatchObject({ lookNs: 3000, lookPerIoNs: 0 });
+  });
+  it('leaves out fewer than MIN_LOOKS slept looks, and their wake-up path with them', () => {
+    const few: Record<string, number> = { ...looks([[3000, 2], [3100, 2], [2900, 2]], 5), wake_look_ns: 15 * 25_000 };
+    expect(few['looks']).toBe(MIN_LOOKS - 1);
+    expect(pollerCosts(few)).toMatchObject({ lookNs: 0, lookPerIoNs: 0, wakeToLookNs: 0 });
+    expect(pollerCosts({ ...few, ...looks([[3000, 2]], MIN_LOOKS), wake_look_ns: MIN_LOOKS * 1000 })).toMatchObject({ lookNs: 3000, wakeToLookNs: 1000 });
   });
   // first passes as [loop start → finding call's end, completions found, empty calls before it]
   const passLooks = (loops: [number, number, number][]) => ({
@@ -291,7 +300,7 @@ describe('the poller costs around its polling', () => {
     expect(oneK.lookNs).toBeCloseTo(2000, 6);
     expect(oneK.emptyLookNs).toBeCloseTo(1200, 6);
     // too few: left out, as a loader without them
-    expect(pollerCosts(passLooks(loops.slice(0, MIN_PASS_LOOKS - 1)))).toMatchObject({ lookNs: 0, lookPerIoNs: 0, emptyLookNs: 0 });
+    expect(pollerCosts(passLooks(loops.slice(0, MIN_LOOKS - 1)))).toMatchObject({ lookNs: 0, lookPerIoNs: 0, emptyLookNs: 0 });
     // a run with slept looks keeps those (the pass looks of its loops without a sleep are a different span)
     expect(pollerCosts({ ...passLooks(loops), ...looks([[3000, 2], [3100, 2], [2900, 2]]) })).toMatchObject({ lookNs: 3000, lookPerIoNs: 0, emptyLookNs: 0 });
   });
