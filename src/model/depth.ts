@@ -45,15 +45,15 @@ export const MIN_LOOKS = 16;
  * `loopReapNs`: inside the loop after the poll that found completions (ending the requests,
  * posting CQEs), per completion (`reap_ns` / `reaped`).
  * `lookNs` + `lookPerIoNs` · k: a poll call that finds k completions already there (`looks`,
- * `look_ns`, `look_k`, `look_kk`, `look_kns`); with one k only it is all per call. A run that did
- * not sleep has no such call (nor one with fewer than MIN_LOOKS); where it has at least MIN_LOOKS loops whose first pass of
- * oneshot calls found completions (a classic ring over several devices, paced by its poller), or
- * whose first call on one device found two or more (a classic loop paced by its poller), the
- * look is fitted on that loop's start → the finding call's end (`pass_looks`, …, passLookFit): per
- * loop (the pass's own start and the finding call) + per completion found + `emptyLookNs` per call
- * before it that found nothing, which the classic loop pays before its completion work and nothing
- * else in the model holds. `wakeToLookNs`:
- * per sleep, the woken poller's time from its switch-in to that call (`wake_look_ns` / `looks`).
+ * `look_ns`, `look_k`, `look_kk`, `look_kns`); with one k only it is all per call; fewer than
+ * MIN_LOOKS count as none. A run that did not sleep has no such call; where it has at least
+ * MIN_LOOKS loops whose first pass of oneshot calls found completions (a classic ring over several
+ * devices, paced by its poller), or whose first call on one device found two or more (a classic
+ * loop paced by its poller), the look is fitted on that loop's start → the finding call's end
+ * (`pass_looks`, …, passLookFit): per loop (the pass's own start and the finding call) + per
+ * completion found + `emptyLookNs` per call before it that found nothing, which the classic loop
+ * pays before its completion work and nothing else in the model holds. `wakeToLookNs`: per sleep,
+ * the woken poller's time from its switch-in to that call (`wake_look_ns` / `looks`).
  */
 export function pollerCosts(counters: Record<string, number>): PollerCosts {
   const c = (k: string) => {
