@@ -4,7 +4,7 @@ import type { BucketHist } from '../bpf/types.js';
 import type { Era } from '../sources/types.js';
 import { advise } from './advice.js';
 import { lowerNs, midNs, NB, upperNs } from './buckets.js';
-import { atom, bucketPiece, calibratedDist, summary } from './dist.js';
+import { atom, bucketPiece, calibratedDist, shiftedBy, summary } from './dist.js';
 import { estimateDeviceTime } from './censored.js';
 import { bucketPairs, bucketTotal, filledBuckets } from './hist.js';
 import { CostModel, evaluatePolicies, NO_KERNEL_OFFSETS, policySleep, WorstCase, type UnresolvedAtom } from './policies.js';
@@ -157,7 +157,7 @@ export function wakeOverhead(h: BucketHist | undefined): Dist | undefined {
   const d = calibratedDist(h);
   const offset = originOffset(h);
   if (!d || offset === undefined) return d;
-  return { pieces: d.pieces.map((q) => ({ lo: q.lo + offset, hi: q.hi + offset, p: q.p })) };
+  return shiftedBy(d, offset);
 }
 
 /** The mean stretch from D's origin in h's aux (wake_ovh: to the sleep's start; iopoll: to the slept loop's start); undefined when not counted. */

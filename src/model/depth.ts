@@ -5,7 +5,7 @@ import type { Era } from '../sources/types.js';
 import { parseRelease } from '../sources/era.js';
 import { evaluatePoller, Sampler, simulate, type CurrentPoller, type PollerEra, type PollerOutcome, type PollerResult, type SleepRule, type SubmissionPattern } from './poller/index.js';
 import { deconvolveDeviceTime, withoutTransient } from './deconvolve.js';
-import { mean, scaledToMean } from './dist.js';
+import { mean, scaledToMean, shiftedBy, supportMin } from './dist.js';
 import { fixedDelaySleep, type KernelOffsets } from './policies.js';
 import type { CurrentState, DepthState, Dist, PolicyOutcome } from './types.js';
 
@@ -277,17 +277,16 @@ export function deviceTimesAtDepth(a: {
   /** also measure each device's rqLatSlope (one or two more simulations) */
   slope?: boolean;
 }): { fD: Dist; shiftNs: number; rqLatSlope?: number }[] {
-  const minLo = a.devices.map((d) => Math.min(...d.fD.pieces.filter((q) => q.p > 0).map((q) => q.lo)));
+  const minLo = a.devices.map((d) => supportMin(d.fD));
   const wake = new Sampler(a.fO);
   const shift = a.devices.map(() => 0);
-  const shifted = (d: Dist, x: number): Dist => ({ pieces: d.pieces.map((q) => ({ lo: q.lo + x, hi: q.hi + x, p: q.p })) });
   // each device's simulated mean rq_lat on the F_D given (common random numbers: seed 7)
   const rqLatOn = (fDs: readonly Dist[]): number[] => simulate({
     era: a.era, depth: a.depth, devices: a.devices.map((d, i) => ({ fD: new Sampler(fDs[i]!), share: d.share })), wake,
     switchCostNs: a.switchCostNs, sleepOnCpuNs: a.sleepOnCpuNs, submission: a.submission, rule: a.rule, ios: SHIFT_IOS * a.devices.length,
     warmup: Math.max(200, 4 * a.depth), seed: 7,
   }).perDevice.map((pd) => (pd.ios ? pd.rqLatNs / pd.ios : NaN));
-  const rqLat = (x: readonly number[]) => rqLatOn(a.devices.map((d, i) => shifted(d.fD, x[i]!)));
+  const rqLat = (x: readonly number[]) => rqLatOn(a.devices.map((d, i) => shiftedBy(d.fD, x[i]!)));
   // the last round's rq_lat, when it ended the rounds by barely moving F_D (within 0.2 % of the target)
   let settled: number[] | undefined;
   for (let k = 0; k < SHIFT_ROUNDS; k++) {
@@ -304,7 +303,7 @@ export function deviceTimesAtDepth(a: {
       break;
     }
   }
-  const fits = a.devices.map((d, i) => ({ fD: shifted(d.fD, shift[i]!), shiftNs: shift[i]! }));
+  const fits = a.devices.map((d, i) => ({ fD: shiftedBy(d.fD, shift[i]!), shiftNs: shift[i]! }));
   if (!a.slope) return fits;
   // How much the fitted mean rq_lat moves with D, from every device time scaled down by SLOPE_STEP:
   // about 1 where completions wait for nothing but the device, about 0 where every one waits for the

@@ -65,6 +65,9 @@ export function scaledToMean(d: Dist, exactMean: number): Dist {
   return k === undefined ? d : { pieces: d.pieces.map((q) => ({ lo: q.lo * k, hi: q.hi * k, p: q.p })) };
 }
 
+/** The distribution moved by x (every piece's ends + x). */
+export const shiftedBy = (d: Dist, x: number): Dist => ({ pieces: d.pieces.map((q) => ({ lo: q.lo + x, hi: q.hi + x, p: q.p })) });
+
 /** The factor that takes d's mean to exactMean; undefined when either mean is 0 (or not finite). */
 function meanScale(d: Dist, exactMean: number): number | undefined {
   const m = mean(d);

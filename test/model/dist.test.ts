@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bucketOf, lowerNs, upperNs } from '../../src/model/buckets.js';
-import { atom, cdf, distFromHist, expectPositive, mean, mixture, quantile, restrictAbove, uniform } from '../../src/model/dist.js';
+import { atom, cdf, distFromHist, expectPositive, mean, mixture, quantile, restrictAbove, shiftedBy, uniform } from '../../src/model/dist.js';
 import { countLe, cumulativeLe } from '../../src/model/hist.js';
 import { histOf } from './helpers.js';
 
@@ -84,5 +84,15 @@ describe('distributions on the bucket grid', () => {
       { lo: 6, hi: 10, p: 0.2 },
       { lo: 20, hi: 20, p: 0.5 },
     ]);
+  });
+});
+
+describe('shiftedBy', () => {
+  it('moves every piece by x: the mean by x, the shape kept', () => {
+    const d = mixture([{ dist: uniform(10, 20), weight: 1 }, { dist: atom(40), weight: 3 }]);
+    const s = shiftedBy(d, -5);
+    expect(mean(s)).toBeCloseTo(mean(d) - 5, 12);
+    expect(quantile(s, 0.9)).toBeCloseTo(quantile(d, 0.9) - 5, 12);
+    expect(s.pieces.map((q) => q.p)).toEqual(d.pieces.map((q) => q.p));
   });
 });
