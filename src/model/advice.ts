@@ -14,6 +14,8 @@ const sleepUs = (ns: number) => {
   const f = 10 ** digits;
   return `${(Math.floor((ns / 1000) * f) / f).toFixed(digits)} µs`;
 };
+/** How to set a sleep where the user sets it as io_poll_delay (ModelTarget.optimalSetting). */
+const setting = (us: number | undefined) => (us === undefined ? '' : ` (io_poll_delay ${us})`);
 const pct = (x: number) => `${(x * 100).toFixed(x < 0.1 && x > -0.1 ? 1 : 0)}%`;
 const budgetOf = (t: Analysis) => `${(t.latencyBudget * 100).toFixed(t.latencyBudget < 0.01 ? 1 : 0)}%`;
 
@@ -92,7 +94,7 @@ export function advise(t: Analysis): Pick<ModelTarget, 'recommendation' | 'advic
     if (b.sleepNs > 0 && b.savingNs > 0) {
       return {
         advice: 'bounded',
-        recommendation: `${t.device}: the kernel ${cur}; a static sleep of ${sleepUs(b.sleepNs)} stays within the ${budget} latency budget however early the ${pct(u)} of I/Os the data cannot time completed, saving ${us(b.savingNs)} to ${us(t.deviceTime.meanNs - b.cpuNs)} CPU per I/O against classic polling (bounded: the model's best, ${us(best.sleepNs)}, may add up to ${us(b.bestLateNs)} latency per I/O)`,
+        recommendation: `${t.device}: the kernel ${cur}; a static sleep of ${sleepUs(b.sleepNs)}${setting(b.setting)} stays within the ${budget} latency budget however early the ${pct(u)} of I/Os the data cannot time completed, saving ${us(b.savingNs)} to ${us(t.deviceTime.meanNs - b.cpuNs)} CPU per I/O against classic polling (bounded: the model's best, ${us(best.sleepNs)}, may add up to ${us(b.bestLateNs)} latency per I/O)`,
       };
     }
     const shorter = best.sleepNs < current.sleepNs ? ', shorter than the current one' : '';
@@ -111,5 +113,5 @@ export function advise(t: Analysis): Pick<ModelTarget, 'recommendation' | 'advic
   }
   const cores = t.measured ? ` (${(saveNs * t.measured.iops / 1e9).toFixed(2)} cores at ${Math.round(t.measured.iops)} IOPS)` : '';
   const over = current.outcome.meetsBudget ? '' : `; it now adds ${us(current.outcome.lateNs)} latency per I/O by oversleeping`;
-  return { advice: 'model', recommendation: `${t.device}: the kernel ${cur}; a static sleep of ${sleepUs(best.sleepNs)} would save ${us(saveNs)} CPU per I/O${cores} within the ${budget} latency budget${over}` };
+  return { advice: 'model', recommendation: `${t.device}: the kernel ${cur}; a static sleep of ${sleepUs(best.sleepNs)}${setting(t.optimalSetting)} would save ${us(saveNs)} CPU per I/O${cores} within the ${budget} latency budget${over}` };
 }

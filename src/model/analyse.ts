@@ -7,7 +7,7 @@ import { lowerNs, midNs, NB, upperNs } from './buckets.js';
 import { atom, bucketPiece, calibratedDist, shiftedBy, summary } from './dist.js';
 import { estimateDeviceTime } from './censored.js';
 import { bucketPairs, bucketTotal, filledBuckets } from './hist.js';
-import { CostModel, evaluatePolicies, NO_KERNEL_OFFSETS, policySleep, WorstCase, type UnresolvedAtom } from './policies.js';
+import { CostModel, evaluatePolicies, NO_KERNEL_OFFSETS, policySleep, settableSleep, settingOf, WorstCase, type KernelOffsets, type UnresolvedAtom } from './policies.js';
 import type { AnalyseOptions, CurrentPolicy, CurrentState, DepthState, DeviceTimeSource, DeviceWindow, Dist, KernelTerms, Measured, ModelTarget, OversleepCheck, UnresolvedBound } from './types.js';
 import { analyseAtDepth, DEPTH_THRESHOLD, meanInFlight, pollerCosts, pollerEra, type PollerCosts } from './depth.js';
 
@@ -181,6 +181,14 @@ function loopCosts(w: DeviceWindow, source: DeviceTimeSource, costs: PollerCosts
   return { pollStartNs: originOffset(w.hists.iopoll) ?? originOffset(w.hists.wake_ovh) ?? 0, loopReapNs: costs.loopReapNs };
 }
 
+/**
+ * Eras whose sleep the user sets as io_poll_delay, in whole µs (4.10–5.18: every polled I/O on
+ * 4.10–5.15, sync HIPRI I/O on 5.16–5.18): there the best static sleep is the best a setting gives.
+ * io_uring's hybrid sleep (6.13+) is the kernel's own estimate, not a setting.
+ */
+const SETTABLE_ERAS: readonly Era[] = ['blkmq_hybrid', 'blkmq_hybrid_sync_only'];
+const IO_POLL_DELAY_STEP_NS = 1000;
+
 /** The policy the kernel runs, from era and setting, checked against whether anything was seen sleeping. */
 export function detectPolicy(era: Era, ioPollDelay: number | undefined, slept: boolean, kernelEstimate: boolean): CurrentPolicy {
   if (!slept) return settingPolicy(era, ioPollDelay) ?? 'classic';
@@ -218,6 +226,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
   const fO = wakeDist ?? atom(opts.defaultWakeOverheadNs ?? DEFAULT_WAKE_OVERHEAD_NS);
   const csw = switchCost(w, sleeps, opts.defaultSwitchCostNs ?? DEFAULT_SWITCH_COST_NS);
   const fixedSleepNs = w.ioPollDelay !== undefined && w.ioPollDelay > 0 ? w.ioPollDelay * 1000 : undefined;
+  const sleepStepNs = SETTABLE_ERAS.includes(w.era) ? IO_POLL_DELAY_STEP_NS : undefined;
   const inFlight = meanInFlight(w.counters);
   const costs = w.counters['gaps'] !== undefined ? pollerCosts(w.counters) : undefined;
   const era = pollerEra(w.era, w.release);
@@ -226,6 +235,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
     switchCostNs: csw.ns,
     latencyBudget: opts.latencyBudget,
     ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}),
+    ...(sleepStepNs !== undefined ? { sleepStepNs } : {}),
     ...(!atDepth ? loopCosts(w, dt.source, costs) : {}),
   });
 
@@ -261,7 +271,7 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
     const d = analyseAtDepth({
       era, device: w.device, meanDepth: inFlight, fD: dt.dist, fO: calibratedDist(w.hists.wake_ovh) ?? fO,
       sleepOnCpuNs: sleepOnCpu(csw, w.hists.wake_lat), switchCostNs: csw.ns, latencyBudget: opts.latencyBudget,
-      ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}), ...(kernel ? { kernel } : {}), ...(costs ?? pollerCosts({})), current, qd1: qd1Policies,
+      ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}), ...(sleepStepNs !== undefined ? { sleepStepNs } : {}), ...(kernel ? { kernel } : {}), ...(costs ?? pollerCosts({})), current, qd1: qd1Policies,
       ...(w.hists.rq_lat && w.hists.rq_lat.count > 0 ? { rqLatMeanNs: w.hists.rq_lat.sumNs / w.hists.rq_lat.count, rqLatBuckets: w.hists.rq_lat.buckets } : {}),
     });
     ({ policies, classicCpuNs, depth, current } = d);
@@ -313,7 +323,8 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
     ...(inFlight !== undefined ? { inFlight } : {}),
     ...(costs ? { pollerCosts: costs } : {}),
     ...(kernel ? { kernel } : {}),
-    ...(unresolved > 0 ? { bound: unresolvedBound(new WorstCase(m, dt.unresolved), best.sleepNs) } : {}),
+    ...(unresolved > 0 ? { bound: unresolvedBound(new WorstCase(m, dt.unresolved), best.sleepNs, sleepStepNs, offsets) } : {}),
+    ...(sleepStepNs !== undefined && best.sleepNs > 0 ? { optimalSetting: settingOf(best.sleepNs, sleepStepNs, offsets) } : {}),
   };
   const shared = sharedRing(w, polledIos);
   if (shared) {
@@ -477,7 +488,10 @@ export function checkOversleep(current: CurrentState, measured: Measured | undef
 }
 
 /** What the advice can promise whatever the unresolved device times are (UnresolvedBound). */
-export function unresolvedBound(wc: WorstCase, bestSleepNs: number): UnresolvedBound {
-  const sleepNs = wc.boundedSleep(bestSleepNs);
-  return { sleepNs, cpuNs: wc.m.cpu(sleepNs), lateNs: wc.late(sleepNs), savingNs: wc.saving(sleepNs), bestLateNs: wc.late(bestSleepNs) };
+export function unresolvedBound(wc: WorstCase, bestSleepNs: number, stepNs?: number, k: KernelOffsets = NO_KERNEL_OFFSETS): UnresolvedBound {
+  const any = wc.boundedSleep(bestSleepNs);
+  // where the sleep is set in whole steps, the largest a setting gives within the worst case's budget
+  const sleepNs = stepNs === undefined || !(any > 0) ? any : settableSleep(any, stepNs, k);
+  const setting = stepNs !== undefined && sleepNs > 0 ? { setting: settingOf(sleepNs, stepNs, k) } : {};
+  return { sleepNs, cpuNs: wc.m.cpu(sleepNs), lateNs: wc.late(sleepNs), savingNs: wc.saving(sleepNs), bestLateNs: wc.late(bestSleepNs), ...setting };
 }

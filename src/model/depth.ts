@@ -368,6 +368,8 @@ export interface AtDepthInput {
   switchCostNs: number;
   latencyBudget: number;
   fixedSleepNs?: number;
+  /** ModelParams.sleepStepNs: io_poll_delay's step where the user sets the sleep */
+  sleepStepNs?: number;
   /** the block layer's δ and timer lag (analyse.ts kernelTermsOf), for its rules */
   kernel?: KernelOffsets;
   /** pollerCosts(): the poller's time between loops (per call, per I/O, after the issue), its completion work in the loop, a finding poll call */
@@ -414,7 +416,7 @@ export function analyseAtDepth(a: AtDepthInput): AtDepth {
     : { fD: a.fD, shiftNs: 0 };
   const r: PollerResult = evaluatePoller({
     era: a.era,
-    devices: [{ device: a.device, fD: fit.fD, share: 1, ...(a.fixedSleepNs !== undefined ? { fixedSleepNs: a.fixedSleepNs } : {}), ...(a.kernel ? { kernel: a.kernel } : {}) }],
+    devices: [{ device: a.device, fD: fit.fD, share: 1, ...(a.fixedSleepNs !== undefined ? { fixedSleepNs: a.fixedSleepNs } : {}), ...(a.sleepStepNs !== undefined ? { sleepStepNs: a.sleepStepNs } : {}), ...(a.kernel ? { kernel: a.kernel } : {}) }],
     fO: a.fO,
     sleepOnCpuNs: a.sleepOnCpuNs,
     switchCostNs: a.switchCostNs,

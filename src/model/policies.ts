@@ -22,6 +22,11 @@ export interface ModelParams {
   pollStartNs?: number;
   /** R: per I/O, the loop's completion work after the finding poll, ns (default 0) */
   loopReapNs?: number;
+  /**
+   * Where a static sleep is set in whole steps (4.10–5.18: io_poll_delay, µs) the best static
+   * sleep is the best one a setting gives (settableSleep); absent: any sleep.
+   */
+  sleepStepNs?: number;
 }
 
 /** Outcome fields without the policy name (the current, measured state uses this too). */
@@ -163,9 +168,10 @@ function boundary(lo: number, hi: number, pred: (s: number) => boolean): number 
  * best_static: argmin cpu(s) subject to late(s) ≤ budget·E[D]. spin is non-increasing and late
  * non-decreasing in s, so the cheapest feasible positive sleep is the largest feasible one; of the
  * sleeps with that same cpu the smallest is taken (least added latency). Classic (s = 0) wins when
- * sleeping cannot beat cpu(0) or no positive sleep meets the budget.
+ * sleeping cannot beat cpu(0) or no positive sleep meets the budget. Where the sleep is set in
+ * whole steps (ModelParams.sleepStepNs) the same among the sleeps a setting gives.
  */
-export function bestStaticSleep(m: CostModel): number {
+export function bestStaticSleep(m: CostModel, k: KernelOffsets = NO_KERNEL_OFFSETS): number {
   const feasible = (s: number) => m.late(s) <= m.budgetNs;
   // late(s) ≥ s + E[O] − E[D], so beyond E[D] − E[O] + budget + 1 nothing is feasible.
   const hi = Math.max(1, m.meanD - m.meanO + m.budgetNs + 1);
@@ -174,8 +180,32 @@ export function bestStaticSleep(m: CostModel): number {
   const sMax = boundary(tiny, hi, feasible);
   const floor = m.spin(sMax);
   const sBest = boundary(0, sMax, (s) => s === 0 || m.spin(s) > floor + tiny);
-  const s = Math.min(sMax, sBest + tiny);
+  let s = Math.min(sMax, sBest + tiny);
+  const step = m.params.sleepStepNs;
+  if (step !== undefined) {
+    // the cheapest settable sleep is the largest within the budget, unless one at or under the
+    // continuous best costs the same (least latency)
+    const top = settableSleep(sMax, step, k);
+    const low = settableSleep(s, step, k);
+    s = low > 0 && m.cpu(low) <= m.cpu(top) ? low : top;
+    if (!(s > 0)) return 0;
+  }
   return m.cpu(s) < m.cpu(0) ? s : 0;
+}
+
+/**
+ * The largest sleep ≤ s that a whole number of steps gives (the kernel sleeps io_poll_delay less
+ * the timer lag, KernelTerms); 0 when even one step sleeps longer (io_poll_delay 0 is not a fixed
+ * sleep but the ½-mean rule).
+ */
+export function settableSleep(s: number, stepNs: number, k: KernelOffsets = NO_KERNEL_OFFSETS): number {
+  const n = Math.floor((s + k.timerLagNs) / stepNs + 1e-9);
+  return n >= 1 ? n * stepNs - k.timerLagNs : 0;
+}
+
+/** The setting (whole steps) that gives a sleep settableSleep returned. */
+export function settingOf(sleepNs: number, stepNs: number, k: KernelOffsets = NO_KERNEL_OFFSETS): number {
+  return Math.round((sleepNs + k.timerLagNs) / stepNs);
 }
 
 /** A point mass of F_D the data cannot place: I/Os complete at wake-up, put at their found time. */
@@ -331,7 +361,7 @@ export function policySleep(policy: Exclude<PolicyName, 'oracle'>, m: CostModel,
     case 'iouring_half_min':
       return iouringHalfMinSleep(m);
     case 'best_static':
-      return bestStaticSleep(m);
+      return bestStaticSleep(m, k);
   }
 }
 

@@ -194,6 +194,12 @@ export interface ModelTarget {
   /** with an unresolved share: what the advice can still promise whatever those device times are */
   bound?: UnresolvedBound;
   /**
+   * where the user sets the sleep as io_poll_delay (whole µs, 4.10–5.18): the setting that gives
+   * the best static sleep (best.sleepNs = setting less the measured timer lag); absent where the
+   * best is classic polling
+   */
+  optimalSetting?: number;
+  /**
    * present when the device's pollers kept more than one polled I/O in flight (mean ≥ 1.5 at the
    * start of a waiting call): the table, best, oracle and current state are then the poller
    * model's at that depth (src/model/depth.ts), not the QD1 forms
@@ -314,6 +320,8 @@ export interface UnresolvedBound {
   savingNs: number;
   /** worst-case late at the model's best static sleep */
   bestLateNs: number;
+  /** the io_poll_delay (µs) that gives sleepNs, where the user sets the sleep (ModelTarget.optimalSetting) */
+  setting?: number;
 }
 
 /** What the model stage adds to each snapshot. */

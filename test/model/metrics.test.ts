@@ -13,7 +13,7 @@ import { normal, prng, simulatePoller } from './helpers.js';
 const ROOT = resolve(import.meta.dirname, '../..');
 const PROMTOOL = ['/usr/bin/promtool', '/usr/local/bin/promtool'].find(existsSync);
 
-function snap(tS: number, n: number): Snapshot {
+function snap(tS: number, n: number, era: 'iouring_hybrid' | 'blkmq_hybrid' = 'iouring_hybrid'): Snapshot {
   const r = prng(tS + 1);
   const { hists, counters } = simulatePoller({ n, D: () => normal(r, 10_000, 300), O: () => normal(r, 1000, 100), sleepNs: 5000, cswNs: 1500, kernelEstimate: true });
   const bpf: BpfSnapshot = { takenAtNs: tS * 1e9, pollPath: 'fentry', programs: {}, devices: [{ dev: '259:0', device: 'nvme0n1', hists }], rings: [], counters: {}, deviceCounters: { '259:0': counters } };
@@ -22,18 +22,18 @@ function snap(tS: number, n: number): Snapshot {
     bpf,
     bpfStatus: { mode: 'auto', state: 'running', cause: 'ok', reason: '', loaderRestarts: 0 },
     collectors: [],
-    host: { features: {}, era: { era: 'iouring_hybrid', evidence: 'btf', reason: '' }, devices: [] },
+    host: { features: {}, era: { era, evidence: 'btf', reason: '' }, devices: [] },
     pollStatAges: [],
     hctxTotals: [],
   };
 }
 
 /** A cumulative sequence: snapshot k holds the sum of k simulated intervals (the simulator is deterministic per seed). */
-function run(): Snapshot {
+function run(era?: 'iouring_hybrid' | 'blkmq_hybrid'): Snapshot {
   const model = new EfficiencyModel({ windowSeconds: 60, latencyBudget: 0.01 });
-  let s = snap(0, 1000);
+  let s = snap(0, 1000, era);
   s.model = model.update(s);
-  const later = snap(15, 20_000);
+  const later = snap(15, 20_000, era);
   later.model = model.update(later);
   return later;
 }
@@ -107,11 +107,33 @@ describe('model metric families', () => {
     const section = doc.slice(doc.indexOf('## Efficiency model'), doc.indexOf('## Exporter health'));
     const names = [...section.matchAll(/^\| `(hybridpoll_[a-z_]+)`/gm)].map((m) => m[1]!);
     expect(names.length).toBeGreaterThan(15);
-    for (const n of names) {
+    // the io_poll_delay setting exists only where the sleep is one (4.10–5.18): below
+    const settingOnly = ['hybridpoll_optimal_io_poll_delay_microseconds'];
+    for (const n of names.filter((x) => !settingOnly.includes(x))) {
       expect(byName.has(n), n).toBe(true);
       expect(byName.get(n)!.samples.length, n).toBeGreaterThan(0);
     }
+    for (const n of settingOnly) expect(byName.get(n)?.samples ?? [], n).toEqual([]);
     expect(fams.map((f) => f.name).filter((n) => !names.includes(n))).toEqual([]);
+  });
+
+  it('where the sleep is set as io_poll_delay (4.10–5.18): the optimal sleep is one a whole-µs setting gives, and the setting is exported', () => {
+    const snapshot = run('blkmq_hybrid');
+    const fam = new Map(modelFamilies(snapshot).map((f) => [f.name, f]));
+    const setting = fam.get('hybridpoll_optimal_io_poll_delay_microseconds')!.samples;
+    expect(setting).toHaveLength(1);
+    const opt = fam.get('hybridpoll_optimal_sleep_seconds')!.samples[0]!.value;
+    // D ~ N(10 µs, 0.3 µs), O ~ 1 µs: a best sleep of several µs; no timer lag measured here, so the sleep is the setting
+    expect(setting[0]!.value).toBeGreaterThanOrEqual(5);
+    expect(Number.isInteger(setting[0]!.value)).toBe(true);
+    expect(opt).toBeCloseTo(setting[0]!.value * 1e-6, 12);
+    // and the advice says what to set
+    expect(snapshot.model!.targets[0]!.recommendation).toContain(`a static sleep of ${setting[0]!.value}.0 µs (io_poll_delay ${setting[0]!.value}) would save`);
+    // the same data on io_uring (any sleep): a best sleep at least as long, with a cpu at most as high
+    const any = new Map(modelFamilies(run()).map((f) => [f.name, f]));
+    const optAny = any.get('hybridpoll_optimal_sleep_seconds')!.samples[0]!.value;
+    expect(optAny).toBeGreaterThanOrEqual(opt);
+    expect(optAny - opt).toBeLessThan(1e-6);
   });
 
   it('exports seconds, one row per policy, and the current policy', () => {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { atom, mixture, uniform } from '../../src/model/dist.js';
-import { CostModel, evaluatePolicies, kernelHalfMeanSleep, threeQuarterMeanSleep } from '../../src/model/policies.js';
+import { bestStaticSleep, CostModel, evaluatePolicies, kernelHalfMeanSleep, settableSleep, settingOf, threeQuarterMeanSleep } from '../../src/model/policies.js';
 import type { Dist, PolicyName, PolicyOutcome } from '../../src/model/types.js';
 
 const C_SW = 1500;
@@ -184,6 +184,37 @@ describe('properties', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('where the sleep is a whole-µs setting (io_poll_delay): best_static is the cheapest setting in budget, under the best of any sleep by less than a step', () => {
+    fc.assert(
+      fc.property(modelArb, fc.double({ min: 0, max: 900, noNaN: true }), (any, lagNs) => {
+        const m = new CostModel(any.fD, any.fO, { ...any.params, sleepStepNs: 1000 });
+        const k = { offsetNs: 0, timerLagNs: lagNs };
+        const s = bestStaticSleep(m, k);
+        const free = bestStaticSleep(any, k);
+        const eps = 1e-6 * m.meanD;
+        // every setting that keeps within the budget (late is non-decreasing: the first one out ends it)
+        const settings: number[] = [];
+        for (let n = 1; m.late(n * 1000 - lagNs) <= m.budgetNs; n++) settings.push(n * 1000 - lagNs);
+        if (s === 0) {
+          // no setting gives a sleep in budget that beats classic polling
+          for (const x of settings) expect(m.cpu(x)).toBeGreaterThanOrEqual(m.cpu(0) - eps);
+          return;
+        }
+        expect(settableSleep(s, 1000, k)).toBeCloseTo(s, 6);
+        expect(settingOf(s, 1000, k) * 1000 - lagNs).toBeCloseTo(s, 6);
+        expect(m.late(s)).toBeLessThanOrEqual(m.budgetNs + eps);
+        // no cheaper than the best of any sleep, and the cheapest of the settings
+        expect(m.cpu(s)).toBeGreaterThanOrEqual(any.cpu(free) - eps);
+        for (const x of settings) expect(m.cpu(s)).toBeLessThanOrEqual(m.cpu(x) + eps);
+      }),
+      { numRuns: 300 },
+    );
+    // one below a step: nothing to set
+    expect(settableSleep(999, 1000)).toBe(0);
+    expect(settableSleep(999, 1000, { offsetNs: 0, timerLagNs: 230 })).toBe(770);
+    expect(settableSleep(42_280, 1000, { offsetNs: 0, timerLagNs: 230 })).toBe(41_770);
   });
 
   it('spin(s) is non-increasing and late(s) non-decreasing in s', () => {

@@ -219,10 +219,10 @@ describe('replay over HTTP', () => {
     const emitted = new Set([...text.matchAll(/^# TYPE (hybridpoll_\w+) /gm)].map((m) => m[1]!));
     const doc = readFileSync(new URL('../../docs/metrics.md', import.meta.url), 'utf8');
     const documented = doc.split('\n').filter((l) => l.startsWith('| `')).flatMap((l) => [...(l.split('|')[1] ?? '').matchAll(/`(hybridpoll_\w+)`/g)].map((m) => m[1]!));
-    // poll_stat (4.12–6.3) and hctx io_poll (≤5.15) cannot exist on the recording's 6.14 host;
+    // poll_stat (4.12–6.3), hctx io_poll (≤5.15) and the io_poll_delay setting (4.10–5.18) cannot exist on the recording's 6.14 host;
     // replay takes a snapshot per scrape, so the refresh loop's own metrics are absent (as with
     // serve --collector.interval=0).
-    const possible = documented.filter((n) => !/^hybridpoll_(poll_stat_|hctx_poll_|snapshot_refresh_)/.test(n));
+    const possible = documented.filter((n) => !/^hybridpoll_(poll_stat_|hctx_poll_|snapshot_refresh_|optimal_io_poll_delay_)/.test(n));
     expect(possible.length).toBeGreaterThan(40);
     expect(possible.filter((n) => !emitted.has(n)), 'documented families missing from replay').toEqual([]);
     // Every model family has a series for both devices.

@@ -112,6 +112,21 @@ export interface ClosedForm {
 }
 
 /**
+ * The closed form's best where the sleep is a setting of whole steps (io_poll_delay: µs; the
+ * kernel sleeps it less the timer lag): the cheapest such sleep within the budget, the smallest of
+ * equal cost; 0 when none beats classic polling.
+ */
+export function settableBest(cf: ClosedForm, budget: number, lagNs: number, stepNs = 1000): number {
+  let best = 0;
+  for (let n = 1; ; n++) {
+    const s = n * stepNs - lagNs;
+    if (cf.late(s) > budget * cf.meanD) break;
+    if (cf.cpu(s) < cf.cpu(best) - 1e-9) best = s;
+  }
+  return best;
+}
+
+/**
  * Exact QD1 model: spin(s) = E[(D − s − O)⁺] + R, late(s) = E[(s + O − D)⁺] = spin(s) − R − (E[D] − s − O),
  * R the loop's completion work per I/O (in the measured spin). best_static: late is non-decreasing
  * and spin non-increasing, so the cheapest sleep within the budget is the largest feasible one, or

@@ -2,7 +2,7 @@
 // measured depth: today's QD1 closed forms where they hold (depth 1 on one device, sync jobs),
 // the seeded simulation elsewhere, with common random numbers so policies are compared on the
 // same I/Os. Pure.
-import { CostModel, fixedDelaySleep, kernelHalfMeanSleep, policySleep } from '../policies.js';
+import { CostModel, fixedDelaySleep, kernelHalfMeanSleep, policySleep, settableSleep } from '../policies.js';
 import { mean, totalMass } from '../dist.js';
 import type { Dist } from '../types.js';
 import { fromQd1, qd1Table, ringHalfMinSleep, STATIC_POLICIES } from './closed.js';
@@ -308,7 +308,12 @@ function simulated(ctx: Ctx): PollerResult {
   // best_static at depth: the cheapest in budget over every table sleep and a grid around the QD1 best
   const qd1Best = vectors.get('best_static')!;
   const seed = qd1Best.some((x) => x > 0) ? qd1Best : ctx.models.map((m) => m.meanD / 2);
-  const perDeviceCandidates: number[][] = [...vectors.values(), ...BEST_GRID.map((f) => seed.map((x) => x * f))];
+  // where a device's sleep is set in whole steps, only the sleeps a setting gives
+  const settable = (v: number[]) => v.map((x, i) => {
+    const d = input.devices[i]!;
+    return d.sleepStepNs === undefined || !(x > 0) ? x : settableSleep(x, d.sleepStepNs, d.kernel);
+  });
+  const perDeviceCandidates: number[][] = [...vectors.values(), ...BEST_GRID.map((f) => seed.map((x) => x * f))].map(settable);
   const candidates = ringWide(input) ? ringSleeps(perDeviceCandidates, ctx.shares) : perDeviceCandidates;
   let best: PollerOutcome | undefined;
   let bestVector: number[] = [];
@@ -359,6 +364,7 @@ export function evaluatePoller(input: PollerInput): PollerResult {
         switchCostNs: input.switchCostNs,
         latencyBudget: input.latencyBudget,
         ...(d.fixedSleepNs !== undefined ? { fixedSleepNs: d.fixedSleepNs } : {}),
+        ...(d.sleepStepNs !== undefined ? { sleepStepNs: d.sleepStepNs } : {}),
       }),
   );
   const ctx: Ctx = {

@@ -27,6 +27,8 @@ export interface PollerDevice {
   fixedSleepNs?: number;
   /** the block layer's δ and timer lag measured on this device (KernelTerms): its rules sleep by them; none: 0 */
   kernel?: KernelOffsets;
+  /** where this device's sleep is set in whole steps (io_poll_delay, ModelParams.sleepStepNs): best_static among those */
+  sleepStepNs?: number;
 }
 
 /** How the application submits and reaps: a closed loop that refills to the depth after each reap. */
