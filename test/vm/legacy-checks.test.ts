@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { allLegacyChecks, LEGACY_BOUNDS, legacyChecks, legacyFigures, legacyTable, pollLoopCpuPerIo, runsTable, seedsTable, submitTail } from './lib/legacy-checks.js';
 import {
-  DELAY_MODES, fromFio, hpsimOverRun, minMinusWakeDelayUs, parseHpsimStats, pollStatMeanOverRun, profileMeanNs, threeQuarterDelayUs, warmupIos,
+  bestDelayUs, DELAY_MODES, fromFio, hpsimOverRun, minMinusWakeDelayUs, parseHpsimStats, pollStatMeanOverRun, profileMeanNs, threeQuarterDelayUs, warmupIos,
   type DelayMode, type LegacyRun, type LegacySession, type PollStatWatch,
 } from './lib/legacy.js';
 import { legacyOptionsFromEnv } from './lib/legacy-lab.js';
@@ -84,7 +84,13 @@ interface Fig {
   measuredPerIo: number;
   waitPerIo: number;
   /** the model's rows fed this run (CPU per I/O, s) */
-  rows?: Partial<Record<'classic' | 'blkmq_half_mean' | 'three_quarter_mean' | 'blkmq_fixed', number>>;
+  rows?: Partial<Record<'classic' | 'blkmq_half_mean' | 'three_quarter_mean' | 'blkmq_fixed' | 'best_static', number>>;
+  /** the poller's mean latency (µs; default 26) */
+  latUs?: number;
+  /** the model's advice fed this run: best static sleep (s), η, wasted cores (absent: not exposed) */
+  optimalS?: number;
+  efficiency?: number;
+  wastedCores?: number;
   meanD: number;
   deviceMeanS: number;
   devicePolled?: number;
@@ -103,9 +109,9 @@ interface Fig {
   windowIos?: number;
 }
 
-const DELAY_US: Record<DelayMode, number> = { classic: -1, adaptive: 0, three_quarter: 20, min_wake: 16 };
+const DELAY_US: Record<DelayMode, number> = { classic: -1, adaptive: 0, three_quarter: 20, min_wake: 16, best: 18 };
 // per-I/O CPU of each setting: the poller's wait phase; residue 1 %, no completion edge unless set
-const WAIT: Record<DelayMode, number> = { classic: 30e-6, adaptive: 17e-6, three_quarter: 12e-6, min_wake: 10e-6 };
+const WAIT: Record<DelayMode, number> = { classic: 30e-6, adaptive: 17e-6, three_quarter: 12e-6, min_wake: 10e-6, best: 11e-6 };
 const LOOP = (d: DelayMode) => WAIT[d] * 0.99;
 
 function run(delay: DelayMode, f: Fig): LegacyRun {
@@ -143,13 +149,16 @@ function run(delay: DelayMode, f: Fig): LegacyRun {
     ...(f.unresolved !== undefined ? [`hybridpoll_model_unresolved_ratio{${d}} ${f.unresolved}`] : []),
     ...(f.identified !== undefined ? [`hybridpoll_model_device_time_identified{${d}} ${f.identified}`] : []),
     ...(f.rqCompleteSeconds !== undefined ? [`hybridpoll_bpf_program_run_seconds_total{program="rq_complete"} ${f.rqCompleteSeconds}`] : []),
+    ...(f.optimalS !== undefined ? [`hybridpoll_optimal_sleep_seconds{${d}} ${f.optimalS}`] : []),
+    ...(f.efficiency !== undefined ? [`hybridpoll_sleep_efficiency_ratio{${d}} ${f.efficiency}`] : []),
+    ...(f.wastedCores !== undefined ? [`hybridpoll_wasted_cpu_cores{${d}} ${f.wastedCores}`] : []),
     ...rows,
   ].join('\n');
   const polled = f.devicePolled ?? f.ios;
   return {
     profile: 'seed001', workload: 'hpdrive', delay, ioPollDelay, device: 'hpsim0',
-    ...(delay === 'three_quarter' || delay === 'min_wake' ? { derivation: 'test' } : {}),
-    poller: { ios: f.ios, iops: f.ios / 6, wallSeconds: 6, cpuSeconds: f.waitPerIo * f.ios * 1.5, waitCpuSeconds: f.waitPerIo * f.ios, syscallResidueSeconds: f.waitPerIo * f.ios * 0.01, voluntarySwitches: f.vcsw, latUs: { mean: 26, p50: 26, p99: 27 } },
+    ...(delay === 'three_quarter' || delay === 'min_wake' || delay === 'best' ? { derivation: 'test' } : {}),
+    poller: { ios: f.ios, iops: f.ios / 6, wallSeconds: 6, cpuSeconds: f.waitPerIo * f.ios * 1.5, waitCpuSeconds: f.waitPerIo * f.ios, syscallResidueSeconds: f.waitPerIo * f.ios * 0.01, voluntarySwitches: f.vcsw, latUs: { mean: f.latUs ?? 26, p50: 26, p99: 27 } },
     raw: {}, before: '', after,
     hpsimBefore: 'issued=0 completed_irq=0 completed_poll=0 service_ns_sum=0 service_ns_min=0 service_ns_max=0',
     hpsimAfter: `issued=${polled} completed_irq=0 completed_poll=${polled} service_ns_sum=${Math.round(polled * f.deviceMeanS * 1e9)} service_ns_min=24000 service_ns_max=26000`,
@@ -158,15 +167,19 @@ function run(delay: DelayMode, f: Fig): LegacyRun {
   };
 }
 
-const hybridRows = () => ({ classic: LOOP('classic'), blkmq_half_mean: LOOP('adaptive'), three_quarter_mean: LOOP('three_quarter') });
+const hybridRows = () => ({ classic: LOOP('classic'), blkmq_half_mean: LOOP('adaptive'), three_quarter_mean: LOOP('three_quarter'), best_static: LOOP('best') });
+// the advice fed the ½-mean run, consistent with the runs: wasted = ½ mean − best, η = (classic − ½ mean) / (classic − best)
+const ADVICE = { optimalS: 18.4e-6, efficiency: (WAIT.classic - WAIT.adaptive) / (WAIT.classic - WAIT.best), wastedCores: (LOOP('adaptive') - LOOP('best')) * (6000 / 0.5) };
 const good = (): Record<DelayMode, Fig> => {
   const base = { ios: 6000, polled: 6000, success: 6000, meanD: 25.2e-6, deviceMeanS: 25e-6, pollStatMeanS: 26e-6 };
   const slept = (d: DelayMode, reqMeanS: number, rows: Fig['rows']): Fig => ({ ...base, sleeps: 6000, reqMeanS, offcpuCount: 6000, vcsw: 6000, measuredPerIo: LOOP(d), waitPerIo: WAIT[d], rows, foundSlept: 100, devSpun: 5900 });
   return {
     classic: { ...base, sleeps: 0, reqMeanS: 0, offcpuCount: 0, vcsw: 0, measuredPerIo: LOOP('classic'), waitPerIo: WAIT.classic },
-    adaptive: slept('adaptive', 13e-6, hybridRows()),
+    // the ½-mean run hardly oversleeps: the reference of the advised sleep's added latency
+    adaptive: { ...slept('adaptive', 13e-6, hybridRows()), ...ADVICE, foundSlept: 10, devSpun: 5990 },
     three_quarter: slept('three_quarter', 20e-6, { ...hybridRows(), blkmq_fixed: LOOP('three_quarter') }),
-    min_wake: slept('min_wake', 16e-6, { ...hybridRows(), blkmq_fixed: LOOP('min_wake') }),
+    min_wake: { ...slept('min_wake', 16e-6, { ...hybridRows(), blkmq_fixed: LOOP('min_wake') }), latUs: 26.5 },
+    best: slept('best', 18e-6, { ...hybridRows(), blkmq_fixed: LOOP('best') }),
   };
 };
 
@@ -187,8 +200,9 @@ describe('legacy checks', () => {
     expect(cs.filter((c) => !c.pass).map((c) => `${c.id}: ${c.measured}`)).toEqual([]);
     expect(cs.filter((c) => c.skipped)).toEqual([]);
     expect(cs.map((c) => c.id)).toEqual(expect.arrayContaining(['L1 era', 'L1 bpf', 'L1 io_poll_delay', 'L1 poll_stat', 'L1 hctx io_poll', 'L2 count', 'L2 device count', 'L3 sleeps', 'L3 sleeps/IO',
-      'L3 switch-outs', 'L4 requested', 'L5 cpu', 'L6 self-check', 'L6 model classic', 'L6 model ½ mean', 'L6 model ¾ mean', 'L6 model fixed', 'L7 device time']));
-    expect(cs.filter((c) => c.id === 'L6 model fixed')).toHaveLength(2);
+      'L3 switch-outs', 'L4 requested', 'L5 cpu', 'L6 self-check', 'L6 model classic', 'L6 model ½ mean', 'L6 model ¾ mean', 'L6 model fixed', 'L7 device time',
+      'L9 best cpu', 'L9 best latency', 'L9 best is best', 'L9 wasted', 'L9 efficiency']));
+    expect(cs.filter((c) => c.id === 'L6 model fixed')).toHaveLength(3);
     expect(cs[0]!.scenario).toBe('legacy seed001 hpdrive');
   });
   it('era: blkmq_hybrid from BTF only (debugfs evidence means the BTF read failed)', () => {
@@ -222,7 +236,7 @@ describe('legacy checks', () => {
     const g = good();
     g.classic.measuredPerIo = 30e-6 * 0.95; // + 1 % residue: −4 %
     // the same −1.2 µs/IO in every run: the classic run's tail
-    for (const d of ['adaptive', 'three_quarter', 'min_wake'] as const) g[d].measuredPerIo = LOOP(d) - 30e-6 * 0.04;
+    for (const d of ['adaptive', 'three_quarter', 'min_wake', 'best'] as const) g[d].measuredPerIo = LOOP(d) - 30e-6 * 0.04;
     const c = result(checks(g), 'L5 cpu');
     expect(c.pass).toBe(true);
     expect(c.measured).toMatch(/classic: .*\(-4\.0%\).*½ mean: .* − submit tail -1\.20 µs\/IO vs poller wait phase 17\.00 µs\/IO \(\+0\.0%\)/);
@@ -238,7 +252,7 @@ describe('legacy checks', () => {
   it('submit tail: the classic run\'s exporter-side figure less its wait phase, on the reference of every model row', () => {
     const g = good();
     g.classic.measuredPerIo = LOOP('classic') + 0.8e-6;
-    for (const d of ['adaptive', 'three_quarter', 'min_wake'] as const) g[d].measuredPerIo = LOOP(d) + 0.8e-6;
+    for (const d of ['adaptive', 'three_quarter', 'min_wake', 'best'] as const) g[d].measuredPerIo = LOOP(d) + 0.8e-6;
     const figs = DELAY_MODES.map((d) => legacyFigures(run(d, g[d])));
     expect(submitTail(figs[0])).toBeCloseTo(0.8e-6, 12);
     expect(pollLoopCpuPerIo(figs[0]!, figs[0]).value).toBeCloseTo(figs[0]!.measuredCpuPerIo!, 12);
@@ -289,7 +303,7 @@ describe('legacy checks', () => {
     expect(result(checks(m), 'L6 model ¾ mean').pass).toBe(false);
     // every column flagged and none within: nothing was judged, so nothing is shown
     const n = good();
-    for (const d of ['adaptive', 'three_quarter', 'min_wake'] as const) censor(n[d], 0.8).rows!.three_quarter_mean = LOOP('three_quarter') * 0.88;
+    for (const d of ['adaptive', 'three_quarter', 'min_wake', 'best'] as const) censor(n[d], 0.8).rows!.three_quarter_mean = LOOP('three_quarter') * 0.88;
     expect(result(checks(n), 'L6 model ¾ mean').measured).toMatch(/flagged by the exporter, not judged.*flagged.*flagged/);
     expect(result(checks(n), 'L6 model ¾ mean').pass).toBe(false);
   });
@@ -312,7 +326,7 @@ describe('legacy checks', () => {
     expect(c.measured).toMatch(/^CPU 25\.50 µs vs 24\.06 µs\/IO \(\+6\.0%\)/);
     expect(result(mk(1, 1.06), 'L8 unchanged').pass).toBe(false);
     // the untraced run is in no other check
-    expect(result(mk(1), 'L2 count').measured.split(';')).toHaveLength(4);
+    expect(result(mk(1), 'L2 count').measured.split(';')).toHaveLength(5);
     expect(checks(good()).find((x) => x.id === 'L8 unchanged')).toBeUndefined();
   });
   it('unchanged: with a traced run without bpf_stats, that run is the traced side, and it is in no other check', () => {
@@ -327,7 +341,7 @@ describe('legacy checks', () => {
     const c = result(cs, 'L8 unchanged');
     expect(c.pass).toBe(true);
     expect(c.measured).toMatch(/^CPU 24\.78 µs vs 24\.06 µs\/IO \(\+3\.0%\).*with bpf_stats on: CPU 25\.50 µs\/IO \(\+6\.0%\)/);
-    expect(result(cs, 'L2 count').measured.split(';')).toHaveLength(4);
+    expect(result(cs, 'L2 count').measured.split(';')).toHaveLength(5);
   });
   it('device time: ±5 %, or at least −5 % (an upper bound) where most slept I/Os were censored', () => {
     const g = good();
@@ -382,16 +396,54 @@ describe('legacy checks', () => {
     expect(result(cs, 'L3 sleeps').pass).toBe(false);
     expect(result(cs, 'L3 sleeps/IO').pass).toBe(false);
   });
+  it("L9: the exporter's advice applied is judged on the measured runs", () => {
+    const ok = checks(good());
+    for (const id of ['L9 best cpu', 'L9 best latency', 'L9 best is best', 'L9 wasted', 'L9 efficiency']) expect(result(ok, id).pass, id).toBe(true);
+    expect(result(ok, 'L9 best is best').measured).toMatch(/min − wake 9\.90 µs\/IO \(\+10\.0%; 0\.50 µs added, over budget\)/);
+    // min − wake within the budget and cheaper: the advice was not the best
+    const g = good();
+    g.min_wake.latUs = 26;
+    expect(result(checks(g), 'L9 best is best').pass).toBe(false);
+    // the advised sleep over the budget
+    const late = good();
+    late.best.latUs = 26.4;
+    expect(result(checks(late), 'L9 best latency').pass).toBe(false);
+    // wasted CPU and η off by more than 10 %
+    const w = good();
+    w.adaptive.wastedCores = ADVICE.wastedCores * 1.15;
+    w.adaptive.efficiency = ADVICE.efficiency * 0.85;
+    expect(result(checks(w), 'L9 wasted').pass).toBe(false);
+    expect(result(checks(w), 'L9 efficiency').pass).toBe(false);
+    // the model's best_static row fed the ½-mean run against the advised run
+    const b = good();
+    b.adaptive.rows = { ...hybridRows(), best_static: LOOP('best') * 0.85 };
+    expect(result(checks(b), 'L9 best cpu').pass).toBe(false);
+    // no sleeping run that hardly overslept: no reference for the added latency
+    const noRef = good();
+    noRef.adaptive.foundSlept = 100;
+    expect(result(checks(noRef), 'L9 best latency').measured).toMatch(/1\.6% of its slept I\/Os complete at wake-up, over 1%: no reference/);
+    expect(result(checks(noRef), 'L9 best latency').pass).toBe(false);
+    // no advised run (the best was classic polling): no L9 checks
+    const noBest = DELAY_MODES.filter((d) => d !== 'best').map((d) => run(d, good()[d]));
+    expect(legacyChecks(noBest.map(legacyFigures), 'seed001', 'hpdrive', { accel: 'tcg', icount: true }).filter((c) => c.id.startsWith('L9'))).toEqual([]);
+  });
+  it("the advised delay: the exporter's io_poll_delay setting; none when the best is classic polling", () => {
+    const after = (v: number, us?: number) => [`hybridpoll_optimal_sleep_seconds{device="hpsim0"} ${v}`, ...(us === undefined ? [] : [`hybridpoll_optimal_io_poll_delay_microseconds{device="hpsim0"} ${us}`])].join('\n');
+    expect(bestDelayUs({ after: after(41.77e-6, 42), device: 'hpsim0' })).toEqual({ us: 42, derivation: "the exporter's advice: io_poll_delay 42 for its optimal sleep 41.77 µs" });
+    expect(bestDelayUs({ after: after(0), device: 'hpsim0' })).toBeUndefined();
+    expect(() => bestDelayUs({ after: after(41.77e-6), device: 'hpsim0' })).toThrow(/without an io_poll_delay setting/);
+    expect(() => bestDelayUs({ after: '', device: 'hpsim0' })).toThrow(/no hybridpoll_optimal_sleep_seconds/);
+  });
   it('the tables have a row per run with the setting', () => {
     const runs = DELAY_MODES.map((d) => run(d, good()[d]));
     const s = { runs } as unknown as LegacySession;
     const t = runsTable(s).split('\n');
-    expect(t).toHaveLength(6);
+    expect(t).toHaveLength(7);
     expect(legacyTable(s)).toBe(`${runsTable(s)}\n\n${seedsTable(s)}`);
     expect(t[2]).toMatch(/^\| seed001 \| hpdrive \| −1 \(classic\) \| /);
     expect(t[4]).toMatch(/20 µs \(¾ mean\)/);
     const st = seedsTable(s).split('\n');
-    expect(st).toHaveLength(6);
+    expect(st).toHaveLength(7);
     expect(st[3]).toMatch(/0 \(½ mean\) \| 2\.5% \(57% of classic\) \| 1000 \| 16\.83 µs \| 16\.83 µs/);
   });
 });

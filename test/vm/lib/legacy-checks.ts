@@ -76,6 +76,8 @@ export interface LegacyFigures {
   currentSleep: number | undefined;
   optimalSleep: number | undefined;
   wastedCores: number | undefined;
+  /** the model window's polled IOPS: the wasted cores' divisor */
+  polledIops: number | undefined;
   /** run time of BPF programs over the run (kernel.bpf_stats_enabled), by program label */
   programSeconds: Record<string, number>;
   /** the poller */
@@ -135,6 +137,7 @@ export function legacyFigures(r: LegacyRun): LegacyFigures {
     currentSleep: value(a, 'hybridpoll_current_sleep_seconds', dev),
     optimalSleep: value(a, 'hybridpoll_optimal_sleep_seconds', dev),
     wastedCores: value(a, 'hybridpoll_wasted_cpu_cores', dev),
+    polledIops: value(a, 'hybridpoll_polled_iops', dev),
     programSeconds: Object.fromEntries(select(a, 'hybridpoll_bpf_program_run_seconds_total').map((x) => {
       const program = x.labels.program ?? '?';
       return [program, delta(b, a, 'hybridpoll_bpf_program_run_seconds_total', { program }) ?? 0];
@@ -242,7 +245,7 @@ const num = (x: number | undefined, d = 0) => (x === undefined || !Number.isFini
 const within = (err: number, tol: number) => Number.isFinite(err) && Math.abs(err) <= tol;
 const bpct = (b: number) => `±${+(b * 100).toFixed(2)}%`;
 
-export const SETTING_LABEL: Record<DelayMode, string> = { classic: 'classic', adaptive: '½ mean', three_quarter: '¾ mean', min_wake: 'min − wake' };
+export const SETTING_LABEL: Record<DelayMode, string> = { classic: 'classic', adaptive: '½ mean', three_quarter: '¾ mean', min_wake: 'min − wake', best: 'best (advice)' };
 
 function check(group: string, id: string, title: string, measured: string, bound: string, pass: boolean): CheckResult {
   return { id: `L${id}`, scenario: group, title, measured, bound, pass };
@@ -254,7 +257,7 @@ function each(runs: LegacyFigures[], f: (r: LegacyFigures) => { ok: boolean; tex
   return { pass: out.length > 0 && out.every((o) => o.ok), measured: out.map((o) => `${o.delay}: ${o.text}`).join('; ') || 'no runs' };
 }
 
-/** The checks of one profile's and workload's runs (classic, adaptive, ¾ mean, min − wake). */
+/** The checks of one profile's and workload's runs (classic, adaptive, ¾ mean, min − wake, advised). */
 export function legacyChecks(figs: LegacyFigures[], profile: string, w: Workload, opts: { accel?: string; icount?: boolean } = {}): LegacyCheck[] {
   const accel = opts.accel ?? 'tcg';
   const group = `legacy ${profile} ${w}`;
@@ -333,7 +336,7 @@ export function legacyChecks(figs: LegacyFigures[], profile: string, w: Workload
       const e = relErr(r.sleepRequested?.mean, r.run.ioPollDelay * 1e-6);
       return { ok: within(e, B.requestedSleep), text: `requested mean ${us(r.sleepRequested?.mean)} vs ${r.run.ioPollDelay} µs [${r.run.derivation}] (${pct(e)})` };
     });
-    out.push(check(group, '4 requested', 'fixed (¾ mean, min − wake): requested sleep vs io_poll_delay', fx.measured, bpct(B.requestedSleep), fx.pass));
+    out.push(check(group, '4 requested', 'fixed (¾ mean, min − wake, advised): requested sleep vs io_poll_delay', fx.measured, bpct(B.requestedSleep), fx.pass));
   }
 
   // CPU: hpdrive measures its wait phase (the polling io_uring_enter calls) itself; a pvsync2 read
@@ -409,6 +412,11 @@ export function legacyChecks(figs: LegacyFigures[], profile: string, w: Workload
     cross('6 model ½ mean', 'model fed a hybrid run: blkmq_half_mean CPU per I/O vs the adaptive run', 'blkmq_half_mean', a, fedRuns);
     cross('6 model ¾ mean', 'model fed a hybrid run: three_quarter_mean CPU per I/O vs the ¾-mean run', 'three_quarter_mean', by('three_quarter'), fedRuns);
     for (const f of fixed) cross('6 model fixed', `model fed the ${SETTING_LABEL[f.run.delay]} run: blkmq_fixed (io_poll_delay ${f.run.ioPollDelay} µs) CPU per I/O vs that run`, 'blkmq_fixed', f, [f]);
+    const best = by('best');
+    if (best) {
+      cross('9 best cpu', "the exporter's advice applied: model fed the ½-mean run, best_static CPU per I/O vs the run at that sleep", 'best_static', best, [a]);
+      out.push(...adviceChecks(group, c, a, best, runs));
+    }
   }
 
   // Tracing does not change the workload: the adaptive run again with the BPF programs detached,
@@ -478,6 +486,66 @@ export function legacyBpfCost(s: LegacySession): string[] {
 const cell = (x: string) => x.replace(/\|/g, '\\|');
 const setting = (r: LegacyRun) => (r.delay === 'classic' ? '−1 (classic)' : r.delay === 'adaptive' ? '0 (½ mean)' : `${r.ioPollDelay} µs (${SETTING_LABEL[r.delay]})`) + (l8Variant(r) ? `, ${l8Variant(r)}` : '');
 
+/**
+ * The exporter's advice, applied (L9): fed the ½-mean run it names a best static sleep, the
+ * io_poll_delay that gives it and the CPU that run wastes against it; the lab ran that setting. On
+ * the measured runs alone: the advised run adds no more latency than the budget allows and spends
+ * the least poll-loop CPU per I/O of every setting that keeps within it; the exporter's wasted CPU
+ * and η of the ½-mean run against the same figures from the three measured runs (classic, ½ mean,
+ * advised). The latency a sleep adds is its oversleep: it is measured against the sleeping run
+ * that overslept least (at most OVERSLEPT_REF of its slept I/Os complete at wake-up), since every
+ * sleeping run also carries the completion path of a slept I/O (the tracepoint program's share of
+ * it included), which classic polling does not.
+ */
+export function adviceChecks(group: string, c: LegacyFigures, a: LegacyFigures, best: LegacyFigures, runs: LegacyFigures[]): LegacyCheck[] {
+  const B = LEGACY_BOUNDS;
+  const out: LegacyCheck[] = [];
+  const loop = (f: LegacyFigures) => pollLoopCpuPerIo(f, c).value ?? NaN;
+  const lat = (f: LegacyFigures) => f.run.poller.latUs.mean * 1e-6;
+  // the budget as the exporter applies it: a share of the mean device time (its default, 1 %), here of the device's own mean
+  const budget = (c.device?.meanSeconds ?? NaN) * ADVICE_BUDGET;
+  const ref = runs.filter((f) => f.run.delay !== 'classic' && f.run.delay !== 'best').sort((x, y) => censoredShare(x).censored - censoredShare(y).censored)[0];
+  const refOk = !!ref && censoredShare(ref).censored <= OVERSLEPT_REF;
+  const refText = ref ? `the ${SETTING_LABEL[ref.run.delay]} run (${(censoredShare(ref).censored * 100).toFixed(1)}% of its slept I/Os complete at wake-up${refOk ? '' : `, over ${OVERSLEPT_REF * 100}%: no reference`})` : 'no sleeping run';
+  const added = (f: LegacyFigures) => (f === c ? 0 : refOk ? lat(f) - lat(ref!) : NaN);
+  const lb = added(best);
+  const modelLate = value(parseExposition(a.run.after), 'hybridpoll_policy_added_latency_seconds', { device: a.run.device, policy: 'best_static' });
+  out.push(check(group, '9 best latency', "the advised sleep's added mean latency (against the sleeping run that overslept least) within the exporter's latency budget",
+    `${us(lb)} added (${us(lat(best))} vs ${us(ref ? lat(ref) : undefined)}, ${refText}; model: ${us(modelLate)}); budget ${ADVICE_BUDGET * 100}% of the device mean ${us(c.device?.meanSeconds)} = ${us(budget)}; ` +
+    `advised sleep ${us(a.optimalSleep)} as io_poll_delay ${best.run.ioPollDelay} µs (requested ${us(best.sleepRequested?.mean)}) [vs the classic run ${us(lat(best) - lat(c))}]`,
+    `≤ budget + ${us(LATENCY_SLACK)}`, Number.isFinite(lb) && lb <= budget + LATENCY_SLACK));
+  const others = runs.filter((f) => f !== best && f.run.delay !== 'best');
+  const rows = others.map((f) => ({ f, cpu: loop(f), inBudget: added(f) <= budget + LATENCY_SLACK }));
+  const mine = loop(best);
+  const beaten = rows.filter((r) => r.inBudget && !(mine <= r.cpu * (1 + BEST_SLACK)));
+  out.push(check(group, '9 best is best', 'the advised sleep spends the least poll-loop CPU per I/O of the settings that keep within the budget (measured)',
+    `advised ${us(mine)}/IO; ${rows.map((r) => `${SETTING_LABEL[r.f.run.delay]} ${us(r.cpu)}/IO (${pct(relErr(mine, r.cpu))}; ${us(added(r.f))} added${r.inBudget ? '' : ', over budget'})`).join('; ')}`,
+    `≤ each in budget (+${BEST_SLACK * 100}%)`, Number.isFinite(mine) && rows.some((r) => r.inBudget && r.f !== c) && beaten.length === 0));
+  // wasted CPU per I/O of the ½-mean run: the exporter's (measured − cpu(best)) against measured − measured
+  const wastedExp = a.wastedCores !== undefined && a.polledIops ? a.wastedCores / a.polledIops : undefined;
+  const wastedTrue = loop(a) - mine;
+  const ew = relErr(wastedExp, wastedTrue);
+  out.push(check(group, '9 wasted', "exporter's wasted CPU per I/O of the ½-mean run vs ½-mean minus advised, both measured",
+    `exporter ${us(wastedExp)}/IO (${num(a.wastedCores, 4)} cores at ${Math.round(a.polledIops ?? NaN)} IOPS) vs measured ${us(wastedTrue)}/IO (${us(loop(a))} − ${us(mine)}) (${pct(ew)})`,
+    bpct(B.model), within(ew, B.model)));
+  // η = (classic − current) / (classic − best): the exporter's from its model, the lab's from three runs
+  const etaTrue = (loop(c) - loop(a)) / (loop(c) - mine);
+  const ee = relErr(a.efficiency, etaTrue);
+  out.push(check(group, '9 efficiency', "exporter's η of the ½-mean run vs η from the classic, ½-mean and advised runs (measured)",
+    `exporter ${num(a.efficiency, 3)} vs measured ${num(etaTrue, 3)} ((${us(loop(c))} − ${us(loop(a))}) / (${us(loop(c))} − ${us(mine)})) (${pct(ee)})`,
+    bpct(B.model), within(ee, B.model)));
+  return out;
+}
+
+/** A reference for added latency: a sleeping run with at most this share of its slept I/Os complete at wake-up. */
+const OVERSLEPT_REF = 0.01;
+/** The exporter's --model.latency-budget default (src/cli/common.ts). */
+const ADVICE_BUDGET = 0.01;
+/** Mean latency of two runs of 5,000+ I/Os in virtual time: what is not the sleep's (the loop's edges). */
+const LATENCY_SLACK = 0.1e-6;
+/** Poll-loop CPU per I/O of two settings at nearly the same sleep (the advised run ties min − wake). */
+const BEST_SLACK = 0.01;
+
 /** The measured tables (lab.ts table): one row per run, then the seeds' shape (seedsTable). */
 export function legacyTable(s: LegacySession): string {
   return `${runsTable(s)}\n\n${seedsTable(s)}`;
@@ -495,7 +563,7 @@ export function runsTable(s: LegacySession): string {
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|', ...rows].join('\n');
 }
 
-const MODEL_ROW_OF: Record<DelayMode, ModelRow> = { classic: 'classic', adaptive: 'blkmq_half_mean', three_quarter: 'three_quarter_mean', min_wake: 'min_minus_wake' };
+const MODEL_ROW_OF: Record<DelayMode, ModelRow> = { classic: 'classic', adaptive: 'blkmq_half_mean', three_quarter: 'three_quarter_mean', min_wake: 'min_minus_wake', best: 'best_static' };
 
 /**
  * The seeds' shape: per profile and workload, each setting's poller CPU (share of a core, and per

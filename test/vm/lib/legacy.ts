@@ -2,24 +2,28 @@
 // hybrid polling) in virtual time (QEMU icount, one vCPU) with the simulated device hpsim
 // (tools/hpsim: service time defined on the guest clock). Per device profile (one like seed 001's,
 // one like seed 004's) and workload (hpdrive's io_uring IOPOLL, the seeds' fio pvsync2 --hipri job)
-// four settings of io_poll_delay: −1 classic, 0 adaptive (½ the poll_stat mean), ¾ of that mean
-// (seed 001's patch as a fixed delay) and poll_stat's min − the wake overhead (seed 004's rule).
+// five settings of io_poll_delay: −1 classic, 0 adaptive (½ the poll_stat mean), ¾ of that mean
+// (seed 001's patch as a fixed delay), poll_stat's min − the wake overhead (seed 004's rule) and the
+// exporter's own advice fed the adaptive run (its best static sleep, applied: is it best, and does
+// it save what the exporter said it wastes).
 // Runs are driven by I/O count: under icount the guest clock is the instruction count, not seconds.
 // The test sets io_poll_delay through the guest agent; the exporter only reads it. One exporter
 // serves the session: idle guest time longer than its model window before each run makes that
 // window hold the run alone (MODEL_WINDOW_SECONDS); it is scraped before and after the workload and
 // paused (SIGSTOP) during it as in the trixie session.
 import type { Guest } from './guest.js';
-import { histDelta, parseExposition } from './prom.js';
+import { histDelta, parseExposition, value } from './prom.js';
 import type { DriverResult, ExporterStop, SessionBase } from './session.js';
 import { waitBpfUp } from './session.js';
 import { parsePollStat } from '../../../src/sources/pollStat.js';
 
 export type Workload = 'hpdrive' | 'fio';
-export type DelayMode = 'classic' | 'adaptive' | 'three_quarter' | 'min_wake';
+export type DelayMode = 'classic' | 'adaptive' | 'three_quarter' | 'min_wake' | 'best';
 export const WORKLOADS: readonly Workload[] = ['hpdrive', 'fio'];
-/** In this order: the two fixed delays are derived from the adaptive run before them. */
-export const DELAY_MODES: readonly DelayMode[] = ['classic', 'adaptive', 'three_quarter', 'min_wake'];
+/** In this order: the three fixed delays are derived from the adaptive run before them. */
+export const DELAY_MODES: readonly DelayMode[] = ['classic', 'adaptive', 'three_quarter', 'min_wake', 'best'];
+/** The modes whose io_poll_delay is derived from the adaptive run. */
+const DERIVED: readonly DelayMode[] = ['three_quarter', 'min_wake', 'best'];
 
 /** Seed 001 (Dongjoo Seo's patch): the adaptive sleep at ¾ of the poll_stat mean, here as a fixed delay. */
 export const FIXED_FRACTION_OF_MEAN = 0.75;
@@ -350,6 +354,23 @@ export function minMinusWakeDelayUs(adaptive: Pick<LegacyRun, 'pollStatWatch' | 
 }
 
 /**
+ * The exporter's advice fed the adaptive run, applied: the io_poll_delay it names for its best
+ * static sleep (hybridpoll_optimal_io_poll_delay_microseconds; hybridpoll_optimal_sleep_seconds is
+ * the sleep that setting gives). Undefined where the best is classic polling (a sleep of 0): there
+ * is no sleep to apply.
+ */
+export function bestDelayUs(adaptive: Pick<LegacyRun, 'after' | 'device'>): { us: number; derivation: string } | undefined {
+  const a = parseExposition(adaptive.after);
+  const dev = { device: adaptive.device };
+  const best = value(a, 'hybridpoll_optimal_sleep_seconds', dev);
+  if (best === undefined) throw new Error('adaptive run left no hybridpoll_optimal_sleep_seconds to apply');
+  if (!(best > 0)) return undefined;
+  const us = value(a, 'hybridpoll_optimal_io_poll_delay_microseconds', dev);
+  if (us === undefined || !Number.isInteger(us) || us < 1) throw new Error(`the exporter's optimal sleep ${(best * 1e6).toFixed(2)} µs came without an io_poll_delay setting (hybridpoll_optimal_io_poll_delay_microseconds ${us})`);
+  return { us, derivation: `the exporter's advice: io_poll_delay ${us} for its optimal sleep ${(best * 1e6).toFixed(2)} µs` };
+}
+
+/**
  * The model window of the session's exporter (guest seconds) and the idle guest time before each
  * run, which is longer: the window at a run's after-scrape then reaches back to that run's
  * before-scrape and no further, so one exporter serves every run and its model is fed that run
@@ -394,9 +415,14 @@ export async function runLegacySession(g: Guest, base: Omit<LegacySession, 'runs
         for (const { delay, traced, stats } of plan) {
           let ioPollDelay = delay === 'classic' ? -1 : 0;
           let derivation: string | undefined;
-          if (delay === 'three_quarter' || delay === 'min_wake') {
+          if (DERIVED.includes(delay)) {
             if (!adaptive) throw new Error(`${delay} needs the adaptive run of ${p.id}/${w} before it`);
-            ({ us: ioPollDelay, derivation } = delay === 'three_quarter' ? threeQuarterDelayUs(adaptive) : minMinusWakeDelayUs(adaptive));
+            const d = delay === 'three_quarter' ? threeQuarterDelayUs(adaptive) : delay === 'min_wake' ? minMinusWakeDelayUs(adaptive) : bestDelayUs(adaptive);
+            if (!d) {
+              o.log(`legacy ${p.id} ${w}: the exporter's best static sleep is classic polling (0): no best run (the classic run stands for it)`);
+              continue;
+            }
+            ({ us: ioPollDelay, derivation } = d);
           }
           const r = await g.agent<{ value: string }>('POST', '/io_poll_delay', { device, value: ioPollDelay });
           if (Number(r.value) !== ioPollDelay) throw new Error(`io_poll_delay of ${device} reads ${r.value} after writing ${ioPollDelay}`);
