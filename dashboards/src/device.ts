@@ -143,8 +143,17 @@ export function deviceDashboard(c: BundleConfig): Dashboard {
       'none', `hybridpoll_device_hw_queues${D}`, '{{type}}').textMode(common.BigValueTextMode.ValueAndName))
     .withPanel(small('io_poll', 'queue/io_poll: whether the queue can poll (a capability, not usage).',
       'none', `hybridpoll_device_io_poll${D}`).mappings(valueText({ 0: 'off', 1: 'on' })))
-    .withPanel(small('io_poll_delay', 'queue/io_poll_delay: −1 classic polling, 0 adaptive hybrid (½ mean), > 0 fixed sleep in µs. Reads −1 on every kernel from 6.4.',
-      'µs', `hybridpoll_device_io_poll_delay${D}`).mappings(valueText({ '-1': 'classic', 0: 'adaptive' })))
+    .withPanel(setup(new stat.PanelBuilder(), {
+      title: 'io_poll_delay: current / advised',
+      description: 'queue/io_poll_delay: −1 classic polling, 0 adaptive hybrid (½ mean), > 0 fixed sleep in µs; reads −1 on every kernel from 6.4. Advised: the setting that gives the best static sleep within the latency budget (4.10–5.18, where the sleep is this setting; none where classic polling is best, or where the kernel sets the sleep itself).',
+      unit: 'µs',
+      width: 4,
+      height: 4,
+      queries: [
+        { expr: `hybridpoll_device_io_poll_delay${D}`, legend: 'current' },
+        { expr: `hybridpoll_optimal_io_poll_delay_microseconds${D}`, legend: 'advised' },
+      ],
+    }).reduceOptions(lastValue()).textMode(common.BigValueTextMode.ValueAndName).mappings(valueText({ '-1': 'classic', 0: 'adaptive' })))
     .withPanel(small('nvme poll_queues', 'The nvme module parameter poll_queues of the node: poll queues requested per controller (the controller may grant fewer).',
       'none', `hybridpoll_nvme_poll_queues_param${s.node()}`))
     .withPanel(small('Hybrid ineffective', 'Yes when io_poll_delay ≥ 0 on a 5.16–6.3 kernel, where io_uring polled I/O never sleeps: hybrid is configured but does nothing.',
