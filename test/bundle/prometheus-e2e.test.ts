@@ -113,6 +113,8 @@ describe.skipIf(!prometheus || !existsSync(CLI))('dashboards against real Promet
               const expr = substitute(t.expr!, vars);
               const why = await problem(expr, t.instant === true);
               checked++;
+              // a query of a series this era cannot have: valid, and empty on the recording
+              if (why === 'no data' && absentHere(expr)) continue;
               if (why) failed.push(`${d.title} / ${p.title} [${JSON.stringify(vars)}]: ${why}\n    ${expr}`);
             }
           }
@@ -125,7 +127,7 @@ describe.skipIf(!prometheus || !existsSync(CLI))('dashboards against real Promet
       for (const d of dashboards) for (const vars of await variableSets(d)) for (const p of panelsOf(d)) for (const t of p.targets ?? []) {
         const expr = substitute(t.expr!, vars);
         const why = await problem(expr, t.instant === true);
-        if (why) failed.push(`${d.title} / ${p.title}: ${why}\n    ${expr}`);
+        if (why && !(why === 'no data' && absentHere(expr))) failed.push(`${d.title} / ${p.title}: ${why}\n    ${expr}`);
       }
       return failed;
     });
@@ -167,6 +169,14 @@ describe.skipIf(!prometheus || !existsSync(CLI))('dashboards against real Promet
     return undefined;
   }
 });
+
+/**
+ * Series the replayed recording's host (6.14) cannot have, queried by a panel that shows them where
+ * they exist: the io_poll_delay setting that gives the best sleep is a 4.10–5.18 figure (the model's
+ * test/model/metrics.test.ts shows it there). Their queries must still be valid.
+ */
+const ABSENT_ON_RECORDING = ['hybridpoll_optimal_io_poll_delay_microseconds'];
+const absentHere = (expr: string) => ABSENT_ON_RECORDING.some((m) => new RegExp(`^${m}\\{[^}]*\\}$`).test(expr));
 
 function substitute(expr: string, vars: Record<string, string>): string {
   return expr.replace(/\$(\w+)|\$\{(\w+)\}/g, (whole, a: string | undefined, b: string | undefined) => {
