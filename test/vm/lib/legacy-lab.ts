@@ -7,7 +7,7 @@ import { accelFacts, chooseAccel, type Accel } from './accel.js';
 import type { Guest, GuestImages } from './guest.js';
 import { usesIcount } from './guest.js';
 import { bootWithRetry, buildAll, RESULTS, ROOT, type BootTuning } from './lab.js';
-import { DELAY_MODES, MODEL_WINDOW_SECONDS, PROFILES, runLegacySession, warmupIos, WORKLOADS, type DelayMode, type LegacyProfile, type LegacySession, type Workload } from './legacy.js';
+import { ALL_WORKLOADS, DELAY_MODES, MODEL_WINDOW_SECONDS, PROFILES, runLegacySession, warmupIos, WORKLOADS, type DelayMode, type LegacyProfile, type LegacySession, type Workload } from './legacy.js';
 import { recordRun } from './recordings.js';
 
 export const LEGACY_SUITE = 'bullseye';
@@ -38,8 +38,8 @@ export interface LegacyLabOptions {
   ci: boolean;
 }
 
-function list<T extends string>(env: string | undefined, all: readonly T[], name: string): T[] {
-  const v = (env ?? all.join(',')).split(',').filter(Boolean) as T[];
+function list<T extends string>(env: string | undefined, defaults: readonly T[], name: string, all: readonly T[] = defaults): T[] {
+  const v = (env ?? defaults.join(',')).split(',').filter(Boolean) as T[];
   for (const x of v) if (!all.includes(x)) throw new Error(`${name}: unknown ${x} (${all.join(', ')})`);
   return v;
 }
@@ -62,7 +62,7 @@ export function legacyOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): Lega
   if (!Number.isInteger(smp) || smp < 1) throw new Error('HPVM_LEGACY_SMP must be a positive integer');
   return {
     profiles: PROFILES.filter((p) => ids.includes(p.id)),
-    workloads: list(env.HPVM_LEGACY_WORKLOADS, WORKLOADS, 'HPVM_LEGACY_WORKLOADS'),
+    workloads: list(env.HPVM_LEGACY_WORKLOADS, WORKLOADS, 'HPVM_LEGACY_WORKLOADS', ALL_WORKLOADS),
     delays: list(env.HPVM_LEGACY_DELAYS, DELAY_MODES, 'HPVM_LEGACY_DELAYS'),
     untraced: env.HPVM_LEGACY_UNTRACED !== '0',
     ios, warmupIos: warm, smp, ci,

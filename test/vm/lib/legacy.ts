@@ -17,10 +17,19 @@ import type { DriverResult, ExporterStop, SessionBase } from './session.js';
 import { waitBpfUp } from './session.js';
 import { parsePollStat } from '../../../src/sources/pollStat.js';
 
-export type Workload = 'hpdrive' | 'fio';
-export type DelayMode = 'classic' | 'adaptive' | 'three_quarter' | 'min_wake' | 'best';
+export type Workload = 'hpdrive' | 'fio' | 'hpdrive4';
+export type DelayMode = 'classic' | 'adaptive' | 'three_quarter' | 'min_wake' | 'best' | 'above';
+/** The default workloads; `hpdrive4` (hpdrive at QD4: one ring, the block layer's hybrid sleep at depth) on request. */
 export const WORKLOADS: readonly Workload[] = ['hpdrive', 'fio'];
-/** In this order: the three fixed delays are derived from the adaptive run before them. */
+export const ALL_WORKLOADS: readonly Workload[] = [...WORKLOADS, 'hpdrive4'];
+/** hpdrive's queue depth per workload (fio: one sync job, QD1). */
+export const queueDepth = (w: Workload): number => (w === 'hpdrive4' ? 4 : 1);
+export const isHpdrive = (w: Workload): boolean => w !== 'fio';
+/**
+ * The settings HPVM_LEGACY_DELAYS picks from, in this order: the three fixed delays are derived from
+ * the adaptive run before them. The runs above the advice ('above': the advised setting + 1, + 2,
+ * … µs, until one breaks the latency budget) follow the advised run by themselves.
+ */
 export const DELAY_MODES: readonly DelayMode[] = ['classic', 'adaptive', 'three_quarter', 'min_wake', 'best'];
 /** The modes whose io_poll_delay is derived from the adaptive run. */
 const DERIVED: readonly DelayMode[] = ['three_quarter', 'min_wake', 'best'];
@@ -273,10 +282,10 @@ export function fromFio(j: { jobs: FioJob[] }): PollerResult {
 /** Host-side timeout of one workload call: runs are counted in I/Os, so allow generously per I/O. */
 const timeoutFor = (ios: number) => 180_000 + ios * 5;
 
-async function runHpdrive(g: Guest, device: string, ios: number): Promise<DriverResult> {
+async function runHpdrive(g: Guest, device: string, ios: number, qd: number): Promise<DriverResult> {
   // one request for start and result, as session.ts runs it (agent.mjs: a second one lands mid-run)
   const r = await g.agent<{ exit: { code: number | null } | null; result: (DriverResult & { error?: string }) | null; stdout: string; stderr: string }>(
-    'POST', '/drive', { device: `/dev/${device}`, mode: 'poll', qd: 1, bs: 4096, ios, wait: true }, timeoutFor(ios));
+    'POST', '/drive', { device: `/dev/${device}`, mode: 'poll', qd, bs: 4096, ios, wait: true }, timeoutFor(ios));
   if (!r.result || r.result.error || (r.exit && r.exit.code !== 0)) throw new Error(`hpdrive failed (exit ${r.exit?.code}): ${r.result?.error ?? r.stdout + r.stderr}`);
   return r.result;
 }
@@ -288,7 +297,7 @@ async function runFio(g: Guest, device: string, ios: number): Promise<{ jobs: Fi
   return r.result;
 }
 
-const runWorkload = (g: Guest, w: Workload, device: string, ios: number) => (w === 'hpdrive' ? runHpdrive(g, device, ios) : runFio(g, device, ios));
+const runWorkload = (g: Guest, w: Workload, device: string, ios: number) => (isHpdrive(w) ? runHpdrive(g, device, ios, queueDepth(w)) : runFio(g, device, ios));
 
 async function hpsimStats(g: Guest, device: string): Promise<string | null> {
   if (!device.startsWith('hpsim')) return null;
@@ -307,8 +316,8 @@ async function measuredRun(g: Guest, w: Workload, device: string, ios: number, t
   let hpsimAfter: string | null;
   await g.agent('POST', '/watch/start', { device });
   try {
-    if (w === 'hpdrive') {
-      const d = await runHpdrive(g, device, ios);
+    if (isHpdrive(w)) {
+      const d = await runHpdrive(g, device, ios, queueDepth(w));
       raw = d;
       poller = fromHpdrive(d);
     } else {
@@ -351,6 +360,23 @@ export function minMinusWakeDelayUs(adaptive: Pick<LegacyRun, 'pollStatWatch' | 
   if (wake === undefined) throw new Error('adaptive run has no measured wake overhead (hybridpoll_poll_wake_overhead_seconds) to derive the min − wake delay from');
   const us = Math.max(1, Math.round((min - wake) * 1e6));
   return { us, derivation: `poll_stat min ${(min * 1e6).toFixed(2)} µs − wake overhead ${(wake * 1e6).toFixed(2)} µs` };
+}
+
+/** The exporter's --model.latency-budget default (src/cli/common.ts): a share of the mean device time. */
+export const ADVICE_BUDGET = 0.01;
+/** Mean latency of two runs in virtual time: what is not the sleep's (the loop's edges). */
+export const LATENCY_SLACK_S = 0.1e-6;
+/** Settings above the advice tried at most. */
+const MAX_ABOVE = 4;
+
+/** The latency budget of the advice: ADVICE_BUDGET of the device's own mean over the classic run. */
+export function adviceBudgetSeconds(classic: Pick<LegacyRun, 'hpsimBefore' | 'hpsimAfter'>): number {
+  return (hpsimOverRun(parseHpsimStats(classic.hpsimBefore), parseHpsimStats(classic.hpsimAfter))?.meanSeconds ?? NaN) * ADVICE_BUDGET;
+}
+
+/** A sleeping run's mean latency above a sleeping reference's (the added latency of its oversleep). */
+export function addedLatencySeconds(r: Pick<LegacyRun, 'poller'>, ref: Pick<LegacyRun, 'poller'>): number {
+  return (r.poller.latUs.mean - ref.poller.latUs.mean) * 1e-6;
 }
 
 /**
@@ -412,18 +438,7 @@ export async function runLegacySession(g: Guest, base: Omit<LegacySession, 'runs
           ...o.delays.map((delay) => ({ delay, traced: true, stats: true })),
           ...(again ? [{ delay: 'adaptive' as const, traced: false, stats: true }, { delay: 'adaptive' as const, traced: true, stats: false }] : []),
         ];
-        for (const { delay, traced, stats } of plan) {
-          let ioPollDelay = delay === 'classic' ? -1 : 0;
-          let derivation: string | undefined;
-          if (DERIVED.includes(delay)) {
-            if (!adaptive) throw new Error(`${delay} needs the adaptive run of ${p.id}/${w} before it`);
-            const d = delay === 'three_quarter' ? threeQuarterDelayUs(adaptive) : delay === 'min_wake' ? minMinusWakeDelayUs(adaptive) : bestDelayUs(adaptive);
-            if (!d) {
-              o.log(`legacy ${p.id} ${w}: the exporter's best static sleep is classic polling (0): no best run (the classic run stands for it)`);
-              continue;
-            }
-            ({ us: ioPollDelay, derivation } = d);
-          }
+        const measure = async (delay: DelayMode, ioPollDelay: number, derivation: string | undefined, traced: boolean, stats: boolean): Promise<LegacyRun> => {
           const r = await g.agent<{ value: string }>('POST', '/io_poll_delay', { device, value: ioPollDelay });
           if (Number(r.value) !== ioPollDelay) throw new Error(`io_poll_delay of ${device} reads ${r.value} after writing ${ioPollDelay}`);
           const t1 = Date.now();
@@ -439,10 +454,36 @@ export async function runLegacySession(g: Guest, base: Omit<LegacySession, 'runs
           }
           const run: LegacyRun = { profile: p.id, workload: w, delay, ...(traced ? {} : { traced }), ...(stats ? {} : { bpfStats: false }), ioPollDelay, ...(derivation ? { derivation } : {}), device, ...m, exporterStartMs: st.startMs, bpfReadySeconds: ready, hostSeconds: (Date.now() - t1) / 1000 };
           session.runs.push(run);
-          if (delay === 'adaptive' && traced && stats) adaptive = run;
           const q = m.poller;
           o.log(`legacy ${p.id} ${w}${traced ? '' : ' UNTRACED'}${stats ? '' : ' (bpf_stats off)'} io_poll_delay=${ioPollDelay} (${delay}${derivation ? `: ${derivation}` : ''}): ${q.ios} I/Os, ${Math.round(q.iops)} IOPS, CPU ${((q.cpuSeconds / q.wallSeconds) * 100).toFixed(1)}%, ` +
             `${(q.voluntarySwitches / Math.max(1, q.ios)).toFixed(2)} csw/IO, mean ${q.latUs.mean.toFixed(2)} µs (${run.hostSeconds!.toFixed(0)} s; ${((Date.now() - t0) / 1000).toFixed(0)} s total)`);
+          return run;
+        };
+        let classic: LegacyRun | undefined;
+        for (const { delay, traced, stats } of plan) {
+          let ioPollDelay = delay === 'classic' ? -1 : 0;
+          let derivation: string | undefined;
+          if (DERIVED.includes(delay)) {
+            if (!adaptive) throw new Error(`${delay} needs the adaptive run of ${p.id}/${w} before it`);
+            const d = delay === 'three_quarter' ? threeQuarterDelayUs(adaptive) : delay === 'min_wake' ? minMinusWakeDelayUs(adaptive) : bestDelayUs(adaptive);
+            if (!d) {
+              o.log(`legacy ${p.id} ${w}: the exporter's best static sleep is classic polling (0): no best run (the classic run stands for it)`);
+              continue;
+            }
+            ({ us: ioPollDelay, derivation } = d);
+          }
+          const run = await measure(delay, ioPollDelay, derivation, traced, stats);
+          if (delay === 'adaptive' && traced && stats) adaptive = run;
+          if (delay === 'classic' && traced && stats) classic = run;
+          // Above the advice, one µs at a time, until a setting breaks the latency budget: the
+          // measured best setting, against which the advice is judged (L9 best is best).
+          if (delay === 'best' && adaptive && classic) {
+            const budget = adviceBudgetSeconds(classic);
+            for (let k = 1; k <= MAX_ABOVE; k++) {
+              const above = await measure('above', ioPollDelay + k, `the advice + ${k} µs`, true, true);
+              if (!(addedLatencySeconds(above, adaptive) <= budget + LATENCY_SLACK_S)) break;
+            }
+          }
         }
       }
       await g.agent('POST', '/io_poll_delay', { device, value: -1 }).catch(() => undefined);
