@@ -436,11 +436,17 @@ export function simulate(cfg: SimConfig): SimStats {
     return n;
   };
 
-  /** io_do_iopoll of 5.x with blk_poll's hybrid sleep (a sleep returns 1 without looking). */
+  /**
+   * io_do_iopoll of 5.x with blk_poll's hybrid sleep. Only the first request a pass polls can
+   * sleep: io_do_iopoll polls it with spin = true and clears spin once a call returns non-zero,
+   * which with io_uring's task running is every call (a sleep returns 1 without looking, a look
+   * returns what it found or 1), and blk_poll sleeps only when spinning. The rest get one look.
+   */
   const passBlkmq = (): number => {
     let newly = 0;
     let sleptHere = false;
     let haveDone = false;
+    let spin = true;
     visited.fill(0);
     reapMark.fill(0);
     for (let i = 0; i < len; i++) {
@@ -453,7 +459,9 @@ export function simulate(cfg: SimConfig): SimStats {
       if (haveDone) break;
       const q = dev[r]!;
       visited[q] = 1;
-      if (!slept[r]) {
+      const first = spin;
+      spin = false;
+      if (first && !slept[r]) {
         const want = sleepFor(r);
         if (want !== undefined && want > 0) {
           slept[r] = 1;

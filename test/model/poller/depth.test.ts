@@ -103,18 +103,22 @@ describe('what the kernel loops do', () => {
     expect(st.sleepNsTotal / st.sleeps).toBe(350);
   });
 
-  it('each request sleeps at most once: sleeps per I/O ≤ 1 at any depth; 5.x sleeps every request of a refill in one pass', () => {
+  it('each request sleeps at most once: sleeps per I/O ≤ 1 at any depth; 5.x sleeps only the first request a pass polls', () => {
     for (const era of SIM_ERAS) {
       for (const depth of [2, 8, 32]) {
         const st = sim({ era, depth, rule: { kind: 'static', sleepNs: [3000] } });
         expect(st.sleeps / st.ios).toBeLessThanOrEqual(1 + 1e-12);
       }
     }
-    // 5.x: blk_poll's sleep returns without looking, so the pass moves on and sleeps the next
-    // request: N sequential sleeps of s per refill; every I/O waits about N·s
-    const st = sim({ era: 'blkmq_iouring', depth: 8, fD: atom(10_000), rule: { kind: 'static', sleepNs: [3000] } });
-    expect(st.sleeps / st.ios).toBe(1);
-    expect(st.latencyNs / st.ios).toBeGreaterThan(8 * 3000);
+    // 5.x (5.10 io_do_iopoll): spin is cleared after the pass's first iopoll call, which returns
+    // non-zero for an io_uring task whatever happened, and blk_poll sleeps only when spinning; so a
+    // pass sleeps at most once, for its first request. With a sleep past every device time the loop
+    // sleeps once per refill of N: the 5.10 guest at QD4 slept 0.250 per I/O at io_poll_delay 60 µs
+    // on its 50 µs device (docs/validation-legacy.md, "At depth").
+    for (const depth of [4, 8]) {
+      const st = sim({ era: 'blkmq_iouring', depth, fD: atom(10_000), rule: { kind: 'static', sleepNs: [12_000] } });
+      expect(st.sleeps / st.ios).toBeCloseTo(1 / depth, 3);
+    }
   });
 
   it('a ring over two devices (ONESHOT): one shared estimate, per-device figures that add up to the ring', () => {
@@ -150,10 +154,16 @@ describe('the block layer\'s ½ mean as the kernel runs it', () => {
     expect(row('blkmq_fixed').sleepNs).toBeCloseTo(6700, 6);
   });
 
-  it('5.x io_uring at depth: every I/O sleeps once, longer than E[D]/2 (the mean includes the sequential sleeps)', () => {
-    const r = evaluatePoller(input({ era: 'blkmq_iouring', fD: uniform(8000, 12_000), depthN: 4, current: { policy: 'blkmq_half_mean', rule: 'kernel' }, sim: { ios: 800 } }));
-    expect(r.current.sleepsPerIo).toBeCloseTo(1, 9);
-    expect(r.current.sleepNs).toBeGreaterThan(5000 * 1.5);
+  it('5.x io_uring at depth under the ½-mean rule: only a pass\'s first request sleeps, so fewer than one sleep per I/O, fewer the deeper', () => {
+    const at = (depthN: number) => evaluatePoller(input({ era: 'blkmq_iouring', fD: uniform(8000, 12_000), depthN, current: { policy: 'blkmq_half_mean', rule: 'kernel' }, sim: { ios: 800 } }));
+    const r4 = at(4);
+    const r8 = at(8);
+    // at least one sleep per refill, at most one per pass
+    expect(r4.current.sleepsPerIo).toBeGreaterThan(1 / 4);
+    expect(r4.current.sleepsPerIo).toBeLessThan(1);
+    expect(r8.current.sleepsPerIo).toBeLessThan(r4.current.sleepsPerIo);
+    // the kernel's rule: ½ of the mean it measured, which includes the loop's waits
+    expect(r4.current.sleepNs).toBeGreaterThan(5000);
   });
 });
 
