@@ -69,7 +69,8 @@ describe('fio, hpsim stats, profiles and the fixed delays', () => {
     expect(ci.profiles.map((p) => p.id)).toEqual(['seed001']);
     expect(legacyOptionsFromEnv({}).profiles.map((p) => p.id)).toEqual(['seed001', 'seed004']);
     expect(() => legacyOptionsFromEnv({ HPVM_LEGACY_DELAYS: 'classic,half' })).toThrow(/unknown half/);
-    // hpdrive at QD4 on request only
+    // hpdrive at QD4 in the full profile, not in CI's
+    expect(legacyOptionsFromEnv({}).workloads).toEqual(['hpdrive', 'fio', 'hpdrive4']);
     expect(legacyOptionsFromEnv({ HPVM_LEGACY_WORKLOADS: 'hpdrive4' }).workloads).toEqual(['hpdrive4']);
     expect(() => legacyOptionsFromEnv({ HPVM_LEGACY_WORKLOADS: 'fio8' })).toThrow(/unknown fio8 \(hpdrive, fio, hpdrive4\)/);
     expect(() => legacyOptionsFromEnv({ HPVM_LEGACY_IOS: '5' })).toThrow(/HPVM_LEGACY_IOS/);
@@ -444,6 +445,19 @@ describe('legacy checks', () => {
     expect(bestDelayUs({ after: after(0), device: 'hpsim0' })).toBeUndefined();
     expect(() => bestDelayUs({ after: after(41.77e-6), device: 'hpsim0' })).toThrow(/without an io_poll_delay setting/);
     expect(() => bestDelayUs({ after: '', device: 'hpsim0' })).toThrow(/no hybridpoll_optimal_sleep_seconds/);
+  });
+  it('at QD4 (hpdrive4): a sleep per refill passes L3 and several completions per poll L1, as they fail at QD1', () => {
+    const g = good();
+    g.three_quarter = { ...g.three_quarter, sleeps: 1500, offcpuCount: 1500, vcsw: 1500, success: 3000 };
+    const at = (w: 'hpdrive' | 'hpdrive4') => legacyChecks(DELAY_MODES.map((d) => ({ ...run(d, g[d]), workload: w })).map(legacyFigures), 'seed001', w, { accel: 'tcg', icount: true });
+    for (const id of ['L3 sleeps/IO', 'L1 hctx io_poll']) {
+      expect(result(at('hpdrive4'), id).pass, id).toBe(true);
+      expect(result(at('hpdrive'), id).pass, id).toBe(false);
+    }
+    expect(result(at('hpdrive4'), 'L3 sleeps/IO').bound).toBe('[1/4, 1] ±0.05');
+    // below one sleep per refill is not the kernel's
+    g.three_quarter.sleeps = 1000;
+    expect(result(at('hpdrive4'), 'L3 sleeps/IO').pass).toBe(false);
   });
   it('the tables have a row per run with the setting', () => {
     const runs = DELAY_MODES.map((d) => run(d, good()[d]));

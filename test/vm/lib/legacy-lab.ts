@@ -45,7 +45,7 @@ function list<T extends string>(env: string | undefined, defaults: readonly T[],
 }
 
 /**
- * Env: HPVM_LEGACY_PROFILES (seed001,seed004), HPVM_LEGACY_WORKLOADS (hpdrive,fio),
+ * Env: HPVM_LEGACY_PROFILES (seed001,seed004), HPVM_LEGACY_WORKLOADS (hpdrive,fio,hpdrive4; CI: hpdrive,fio),
  * HPVM_LEGACY_DELAYS (classic,adaptive,three_quarter,min_wake), HPVM_LEGACY_IOS (per measured run),
  * HPVM_LEGACY_WARMUP_IOS (adaptive runs; 0: 0.15 s of guest time at the profile's mean), HPVM_LEGACY_SMP.
  * HPVM_LEGACY_UNTRACED=0 (no untraced adaptive run). HPVM_PROFILE=ci: seed001 only, 5,000 I/Os per
@@ -62,7 +62,7 @@ export function legacyOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): Lega
   if (!Number.isInteger(smp) || smp < 1) throw new Error('HPVM_LEGACY_SMP must be a positive integer');
   return {
     profiles: PROFILES.filter((p) => ids.includes(p.id)),
-    workloads: list(env.HPVM_LEGACY_WORKLOADS, WORKLOADS, 'HPVM_LEGACY_WORKLOADS', ALL_WORKLOADS),
+    workloads: list(env.HPVM_LEGACY_WORKLOADS, ci ? WORKLOADS : ALL_WORKLOADS, 'HPVM_LEGACY_WORKLOADS', ALL_WORKLOADS),
     delays: list(env.HPVM_LEGACY_DELAYS, DELAY_MODES, 'HPVM_LEGACY_DELAYS'),
     untraced: env.HPVM_LEGACY_UNTRACED !== '0',
     ios, warmupIos: warm, smp, ci,

@@ -19,7 +19,7 @@ import { parsePollStat } from '../../../src/sources/pollStat.js';
 
 export type Workload = 'hpdrive' | 'fio' | 'hpdrive4';
 export type DelayMode = 'classic' | 'adaptive' | 'three_quarter' | 'min_wake' | 'best' | 'above';
-/** The default workloads; `hpdrive4` (hpdrive at QD4: one ring, the block layer's hybrid sleep at depth) on request. */
+/** The CI profile's workloads; the full profile adds `hpdrive4` (hpdrive at QD4: one ring, the block layer's hybrid sleep at depth). */
 export const WORKLOADS: readonly Workload[] = ['hpdrive', 'fio'];
 export const ALL_WORKLOADS: readonly Workload[] = [...WORKLOADS, 'hpdrive4'];
 /** hpdrive's queue depth per workload (fio: one sync job, QD1). */
