@@ -114,8 +114,8 @@ describe('analyse at depth', () => {
 });
 
 describe('whether the data identify F_D', () => {
-  it('at QD1 while at most half of it is unresolved; at depth while at least 1 % and 20 of the slept I/Os were spun for', () => {
-    expect(MIN_SPUN_AT_DEPTH).toBe(0.01);
+  it('at QD1 while at most half of it is unresolved; at depth while at least 5 % and 20 of the slept I/Os were spun for', () => {
+    expect(MIN_SPUN_AT_DEPTH).toBe(0.05);
     expect(deviceTimeIdentified(0.5, undefined, { overslept: 10, spun: 0 })).toBe(true);
     expect(deviceTimeIdentified(0.51, undefined, { overslept: 0, spun: 100 })).toBe(false);
     // at depth the deconvolution places the unresolved share: what matters is whether I/Os were timed
@@ -123,7 +123,11 @@ describe('whether the data identify F_D', () => {
     expect(deviceTimeIdentified(0, 4, { overslept: 9987, spun: 10 })).toBe(false);
     // one timed I/O of 61 is 1.6 %, but one sample: not identified (QD64, CI profile: E[D] +243 %)
     expect(deviceTimeIdentified(0, 4, { overslept: 60, spun: 1 })).toBe(false);
-    expect(deviceTimeIdentified(0, 4, { overslept: 1000, spun: 20 })).toBe(true);
+    expect(deviceTimeIdentified(0, 4, { overslept: 1000, spun: 60 })).toBe(true);
+    // 3 % spun for (5.10 at QD4 under the ½-mean rule: E[D] +28 / +55 %): not identified
+    expect(deviceTimeIdentified(0.96, 4, { overslept: 3880, spun: 120 })).toBe(false);
+    // the 7.3 two-point device at QD4: 7.3 % and 9 %, identified (E[D] within 4 %)
+    expect(deviceTimeIdentified(0.8, 4, { overslept: 7982, spun: 628 })).toBe(true);
     expect(deviceTimeIdentified(0, 4, { overslept: 0, spun: 0 })).toBe(true);
   });
 
@@ -142,8 +146,9 @@ describe('whether the data identify F_D', () => {
     // QD32 on the 400 µs device: 26 of 2475 (1.05 %) and 28 of 509, all from the first fill of 32
     expect(deviceTimeIdentified(0, 31.9, { overslept: 2449, spun: 26 })).toBe(false);
     expect(deviceTimeIdentified(0, 31.9, { overslept: 481, spun: 28 })).toBe(false);
-    expect(deviceTimeIdentified(0, 31.9, { overslept: 5000, spun: 63 })).toBe(false);
-    expect(deviceTimeIdentified(0, 31.9, { overslept: 5000, spun: 64 })).toBe(true);
+    // over MIN_SPUN_AT_DEPTH either way: FILL_SPUN decides
+    expect(deviceTimeIdentified(0, 31.9, { overslept: 1000, spun: 63 })).toBe(false);
+    expect(deviceTimeIdentified(0, 31.9, { overslept: 1000, spun: 64 })).toBe(true);
     // the two-point device at QD4: 169 of 1724 (CI profile) and 781 of 8754 (full)
     expect(deviceTimeIdentified(0, 4, { overslept: 1555, spun: 169 })).toBe(true);
   });

@@ -59,15 +59,15 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
   },
   {
     id: 'L6 model classic', scenario: /^legacy seed00[14] hpdrive4$/,
-    cause: 'fed the ½-mean run at QD4, 97 % of whose slept I/Os were complete at wake-up, the device time is still counted identified (3 % spun for, over MIN_SPUN_AT_DEPTH\'s 1 %): classic predicted +8.3 / +13.9 % (seed001 / seed004, 2026-12-07 20:16); the fixed-delay runs (100 % complete at wake-up) are flagged (issue 15)',
+    cause: 'at QD4 every fed run has 97–100 % of its slept I/Os complete at wake-up and is flagged not identified (MIN_SPUN_AT_DEPTH 5 %, 2026-12-07 21:23), so no column is judged: fed the ½-mean run the classic row read +8.3 / +13.9 % (seed001 / seed004, 20:16, then counted identified at 1 %) and −1.4 / +10.6 % (21:23); the fixed-delay runs −93 … −99 % (issue 15)',
   },
   {
     id: 'L6 model ½ mean', scenario: /^legacy seed00[14] hpdrive4$/,
-    cause: 'fed the ½-mean run at QD4 (3 % of its slept I/Os spun for, counted identified) the ½-mean row reads −30 / −31 % against the run itself, where the self-check reads −6 / −13 %: the depth fit\'s device time (E[D] +28 / +55 %) moves the kernel\'s mean rule; the other fed runs are flagged (issue 15)',
+    cause: 'at QD4 every fed run is flagged not identified (97–100 % of its slept I/Os complete at wake-up), so no column is judged: fed the ½-mean run the ½-mean row reads −25 … −35 % against the run itself, where the self-check reads −6 … −20 %: the depth fit\'s device time (E[D] +17 … +55 %) moves the kernel\'s mean rule (issue 15)',
   },
   {
     id: 'L6 model ¾ mean', scenario: /^legacy seed00[14] hpdrive4$/,
-    cause: 'as L6 model ½ mean at QD4: fed the ½-mean run −42 / −35 % (a device time counted identified with 3 % of slept I/Os spun for, E[D] +28 / +55 %); the fixed-delay runs flagged (issue 15)',
+    cause: 'as L6 model ½ mean at QD4: every fed run flagged not identified; fed the ½-mean run −28 … −42 % (E[D] +17 … +55 %) (issue 15)',
   },
   {
     id: 'L6 model fixed', scenario: /^legacy seed00[14] hpdrive4$/,
@@ -75,7 +75,7 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
   },
   {
     id: 'L7 device time', scenario: /^legacy seed00[14] hpdrive4$/,
-    cause: 'at QD4 the model\'s E[D] is the depth fit\'s: classic +3.9 / +12.3 % (the tracepoint path\'s rq_lat at depth), the ½-mean runs +28 / +55 % (counted identified with 3 % spun for), the fixed-delay runs −91 … −99 % (every slept I/O complete at wake-up: not identified, flagged, and the one-sided bound does not read the flag) (issue 15)',
+    cause: 'at QD4 the model\'s E[D] is the depth fit\'s: classic +3.9 / +12.3 % (the tracepoint path\'s rq_lat at depth), the ½-mean runs +17 … +55 % (flagged not identified since 2026-12-07 21:23: 3 % or fewer spun for), the fixed-delay runs −91 … −99 % (every slept I/O complete at wake-up: not identified, flagged, and the one-sided bound does not read the flag) (issue 15)',
   },
 ];
 
