@@ -16,6 +16,9 @@ export interface OpenCheck {
   cause: string;
 }
 
+/** The 5.10 guest's hpdrive at QD4 (test/vm/lib/legacy.ts `hpdrive4`), both device profiles. */
+const LEGACY_QD4 = /^legacy seed00[14] hpdrive4$/;
+
 export const OPEN_CHECKS: readonly OpenCheck[] = [
   {
     id: '4 unchanged', scenario: /^qd4-fixed50$/, title: /^hybrid under (fentry|tracepoint)/,
@@ -50,31 +53,31 @@ export const OPEN_CHECKS: readonly OpenCheck[] = [
     cause: 'the advice is on the safe side of the latency budget, by up to 3 µs of sleep: where a device\'s hard minimum lies inside a histogram bucket (4 sub-buckets per power of two: 8.2 µs wide at 50 µs, 4.1 µs at 30 µs) the model spreads that bucket\'s mass down to its lower bound, so its late(s) near the minimum reads high. Full profile 2026-12-07 20:04 (20,000 I/Os, the lab running the advice + 1, + 2, … µs until the budget breaks): at the advised sleep the model\'s added latency read 0.20–0.46 µs where the runs measured 0.00–0.12 µs, and the measured best setting within the budget is 1–2 µs longer, its CPU per I/O 8–21 % under the advised one\'s: seed001 hpdrive 43 against the advised 42 (8.49 against 9.29 µs, 0.45 µs added of a 0.50 µs budget), seed001 fio 45 against 43 (6.52 / 8.28, 0.41 µs), seed004 hpdrive 22 against 21 (9.28 / 10.10, 0.24 of 0.30 µs), seed004 fio 24 against 22 (7.26 / 9.04, 0.29 µs). Every other L9 figure held there (best cpu −1.3 … +1.0 %, wasted −0.5 … +2.1 %, η −1.8 … −4.0 %, the budget with 0.18–0.38 µs to spare). Needs F_D finer than the buckets where the budget binds: per-bucket sums from BPF (each bucket\'s exact mean places its mass; the exported histograms need not change) (issue 15)',
   },
   {
-    id: 'L5 cpu', scenario: /^legacy seed00[14] hpdrive4$/,
+    id: 'L5 cpu', scenario: LEGACY_QD4,
     cause: 'at depth on the tracepoint path the busy window spans every moment with polled I/O in flight, so at QD4 it holds the other requests\' submissions: the exporter\'s CPU per I/O reads the poller\'s whole CPU (seed001 classic 14.79 against hpdrive\'s 14.81 µs total, of which 8.18 are the waiting calls; 2026-12-07 20:16, 10,000 I/Os). The QD1 check\'s submit tail does not carry over (issue 15: the tracepoint path\'s records at depth)',
   },
   {
-    id: 'L6 self-check', scenario: /^legacy seed00[14] hpdrive4$/,
+    id: 'L6 self-check', scenario: LEGACY_QD4,
     cause: 'the model at depth on 4.10–5.15 (blkmq_iouring), fed the exporter\'s CPU, which at QD4 on the tracepoint path holds the submissions (L5 cpu): classic −12.1 / −17.4 % (seed001 / seed004), ½ mean −6.2 / −12.7 % (10,000 I/Os, 20:16) and −14.8 / −19.8 % (20,000, full profile 20:35: the kernel\'s ½-mean rule settled at 0.35 / 0.29 sleeps per I/O there, 0.47 / 0.39 in the shorter runs), the fixed delays −27 % (every slept I/O complete at wake-up: the device time flagged, not identified). Before the pass model slept only its first request (2026-12-07) the ½-mean runs read +66 / +95 % and the fixed ones +192 % (issue 15)',
   },
   {
-    id: 'L6 model classic', scenario: /^legacy seed00[14] hpdrive4$/,
+    id: 'L6 model classic', scenario: LEGACY_QD4,
     cause: 'at QD4 every fed run has 97–100 % of its slept I/Os complete at wake-up and is flagged not identified (MIN_SPUN_AT_DEPTH 5 %, 2026-12-07 21:23), so no column is judged: fed the ½-mean run the classic row read +8.3 / +13.9 % (seed001 / seed004, 20:16, then counted identified at 1 %) and −1.4 / +10.6 % (21:23); the fixed-delay runs −93 … −99 % (issue 15)',
   },
   {
-    id: 'L6 model ½ mean', scenario: /^legacy seed00[14] hpdrive4$/,
+    id: 'L6 model ½ mean', scenario: LEGACY_QD4,
     cause: 'at QD4 every fed run is flagged not identified (97–100 % of its slept I/Os complete at wake-up), so no column is judged: fed the ½-mean run the ½-mean row reads −25 … −35 % against the run itself, where the self-check reads −6 … −20 %: the depth fit\'s device time (E[D] +17 … +55 %) moves the kernel\'s mean rule (issue 15)',
   },
   {
-    id: 'L6 model ¾ mean', scenario: /^legacy seed00[14] hpdrive4$/,
+    id: 'L6 model ¾ mean', scenario: LEGACY_QD4,
     cause: 'as L6 model ½ mean at QD4: every fed run flagged not identified; fed the ½-mean run −28 … −42 % (E[D] +17 … +55 %) (issue 15)',
   },
   {
-    id: 'L6 model fixed', scenario: /^legacy seed00[14] hpdrive4$/,
+    id: 'L6 model fixed', scenario: LEGACY_QD4,
     cause: 'fed a fixed-delay run at QD4, every slept I/O complete at wake-up: the device time is not identified and flagged, but the check needs one column within the bound and each has only itself (−53 %) (issue 15)',
   },
   {
-    id: 'L7 device time', scenario: /^legacy seed00[14] hpdrive4$/,
+    id: 'L7 device time', scenario: LEGACY_QD4,
     cause: 'at QD4 the model\'s E[D] is the depth fit\'s: classic +3.9 / +12.3 % (the tracepoint path\'s rq_lat at depth), the ½-mean runs +17 … +55 % (flagged not identified since 2026-12-07 21:23: 3 % or fewer spun for), the fixed-delay runs −91 … −99 % (every slept I/O complete at wake-up: not identified, flagged, and the one-sided bound does not read the flag) (issue 15)',
   },
 ];
