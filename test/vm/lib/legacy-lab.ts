@@ -48,13 +48,13 @@ function list<T extends string>(env: string | undefined, defaults: readonly T[],
  * Env: HPVM_LEGACY_PROFILES (seed001,seed004), HPVM_LEGACY_WORKLOADS (hpdrive,fio,hpdrive4; CI: hpdrive,fio),
  * HPVM_LEGACY_DELAYS (classic,adaptive,three_quarter,min_wake), HPVM_LEGACY_IOS (per measured run),
  * HPVM_LEGACY_WARMUP_IOS (adaptive runs; 0: 0.15 s of guest time at the profile's mean), HPVM_LEGACY_SMP.
- * HPVM_LEGACY_UNTRACED=0 (no untraced adaptive run). HPVM_PROFILE=ci: seed001 only, 5,000 I/Os per
+ * HPVM_LEGACY_UNTRACED=0 (no untraced adaptive run). HPVM_PROFILE=ci: seed001 only, 20,000 I/Os per
  * run (explicit variables still win).
  */
 export function legacyOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LegacyLabOptions {
   const ci = env.HPVM_PROFILE === 'ci';
   const ids = list(env.HPVM_LEGACY_PROFILES ?? (ci ? 'seed001' : undefined), PROFILES.map((p) => p.id), 'HPVM_LEGACY_PROFILES');
-  const ios = Number(env.HPVM_LEGACY_IOS ?? (ci ? 5_000 : 20_000));
+  const ios = Number(env.HPVM_LEGACY_IOS ?? 20_000);
   const warm = Number(env.HPVM_LEGACY_WARMUP_IOS ?? 0);
   const smp = Number(env.HPVM_LEGACY_SMP ?? 1);
   if (!Number.isInteger(ios) || ios < 100) throw new Error('HPVM_LEGACY_IOS must be an integer ≥ 100');
