@@ -163,11 +163,12 @@ function threadTimes(skipPids) {
   return out;
 }
 
-/** The threads that ran most between two threadTimes, in ms (top 5, over 0.05 ms). */
-function topBeside(a, b) {
+/** The threads that ran most between two threadTimes, in ms (top n, over 0.05 ms). */
+function topThreads(a, b, n) {
   return [...b].map(([tid, t]) => [`${t.comm} ${tid}`, (t.ns - (a.get(tid)?.ns ?? 0)) / 1e6]).filter(([, ms]) => ms > 0.05)
-    .sort((x, y) => y[1] - x[1]).slice(0, 5).map(([k, ms]) => `${k}: ${ms.toFixed(2)} ms`);
+    .sort((x, y) => y[1] - x[1]).slice(0, n).map(([k, ms]) => `${k}: ${ms.toFixed(2)} ms`);
 }
+const topBeside = (a, b) => topThreads(a, b, 5);
 
 /** Threads now running a ring's teardown (io_uring defers it to a kworker after the last close). */
 const ringExits = () => [...threadTimes([]).values()].filter((t) => t.comm.includes('+iou_exit')).length;
@@ -473,7 +474,8 @@ const routes = {
       if (text !== samples.at(-1)?.text) samples.push({ t: Date.now(), text });
     };
     tick();
-    watch = { timer: setInterval(tick, Number(int(b.intervalMs ?? 50, 5, 1000, 'intervalMs'))), tick, samples };
+    // taken before the run starts (the next request): what ran beside it is the difference at stop
+    watch = { timer: setInterval(tick, Number(int(b.intervalMs ?? 50, 5, 1000, 'intervalMs'))), tick, samples, threads: threadTimes([]) };
     return { samples: samples.length };
   },
   'POST /watch/stop': async () => {
@@ -482,7 +484,7 @@ const routes = {
     watch = null;
     clearInterval(w.timer);
     w.tick();
-    return { samples: w.samples, end: Date.now() };
+    return { samples: w.samples, end: Date.now(), threads: topThreads(w.threads, threadTimes([]), 8) };
   },
   // The seeds' fio job (issue 8): pvsync2 with hipri, O_DIRECT 4k random reads, one job.
   'POST /fio': async (b) => {

@@ -202,6 +202,8 @@ export function warmupIos(o: Pick<LegacyOptions, 'warmupIos'>, p: LegacyProfile)
 export interface PollStatWatch {
   samples: { t: number; text: string | null }[];
   end: number;
+  /** the threads that ran most from the watch's start to its stop, the workload's included ("comm tid: x ms") */
+  threads?: string[];
 }
 
 /** The read 4 KiB line of one poll_stat content. */
@@ -456,7 +458,7 @@ export async function runLegacySession(g: Guest, base: Omit<LegacySession, 'runs
           session.runs.push(run);
           const q = m.poller;
           o.log(`legacy ${p.id} ${w}${traced ? '' : ' UNTRACED'}${stats ? '' : ' (bpf_stats off)'} io_poll_delay=${ioPollDelay} (${delay}${derivation ? `: ${derivation}` : ''}): ${q.ios} I/Os, ${Math.round(q.iops)} IOPS, CPU ${((q.cpuSeconds / q.wallSeconds) * 100).toFixed(1)}%, ` +
-            `${(q.voluntarySwitches / Math.max(1, q.ios)).toFixed(2)} csw/IO, mean ${q.latUs.mean.toFixed(2)} µs (${run.hostSeconds!.toFixed(0)} s; ${((Date.now() - t0) / 1000).toFixed(0)} s total)`);
+            `${(q.voluntarySwitches / Math.max(1, q.ios)).toFixed(2)} csw/IO, mean ${q.latUs.mean.toFixed(2)} µs (${run.hostSeconds!.toFixed(0)} s; ${((Date.now() - t0) / 1000).toFixed(0)} s total); threads: ${m.pollStatWatch.threads?.join(', ')}`);
           return run;
         };
         let classic: LegacyRun | undefined;
