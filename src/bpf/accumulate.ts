@@ -19,6 +19,9 @@ interface HistTotal {
   baseSum: number;
   baseAux0: number;
   baseAux1: number;
+  /** bucketSumsNs of the earlier runs; `sumsLost` once one of them counted samples without sums */
+  baseSums?: Float64Array;
+  sumsLost?: boolean;
   last?: BucketHist;
 }
 
@@ -168,6 +171,13 @@ function fold(t: HistTotal): void {
   t.baseSum += t.last.sumNs;
   t.baseAux0 += t.last.aux0;
   t.baseAux1 += t.last.aux1;
+  const sums = t.last.bucketSumsNs;
+  if (sums) {
+    const into = (t.baseSums ??= new Float64Array(NB));
+    for (let j = 0; j < sums.length; j += 2) into[sums[j]!] = into[sums[j]!]! + sums[j + 1]!;
+  } else if (t.last.count > 0) {
+    t.sumsLost = true;
+  }
   t.last = undefined;
 }
 
@@ -189,16 +199,24 @@ function histTotal(t: HistTotal): BucketHist {
   if (!t.base && t.last && canonical(t.last)) return t.last;
   const dense = t.base ? Float64Array.from(t.base) : new Float64Array(NB);
   if (t.last) addBuckets(dense, t.last);
+  // per-bucket sums only when every run that counted kept them
+  const lastSums = t.last?.bucketSumsNs;
+  const kept = !t.sumsLost && (t.baseSums !== undefined || lastSums !== undefined) && (lastSums !== undefined || !t.last?.count);
+  const sums = kept ? (t.baseSums ? Float64Array.from(t.baseSums) : new Float64Array(NB)) : undefined;
+  if (sums && lastSums) for (let j = 0; j < lastSums.length; j += 2) sums[lastSums[j]!] = sums[lastSums[j]!]! + lastSums[j + 1]!;
   const buckets: number[] = [];
+  const bucketSumsNs: number[] = [];
   let count = 0;
   dense.forEach((c, i) => {
     if (c > 0) {
       buckets.push(i, c);
       count += c;
+      if (sums) bucketSumsNs.push(i, sums[i]!);
     }
   });
   return {
     buckets,
+    ...(sums ? { bucketSumsNs } : {}),
     count,
     sumNs: t.baseSum + (t.last?.sumNs ?? 0),
     aux0: t.baseAux0 + (t.last?.aux0 ?? 0),

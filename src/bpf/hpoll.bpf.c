@@ -681,6 +681,17 @@ static __always_inline void record_found(struct dev_hists *d, u32 dev, struct de
 			fhist_add(d, dev, HK_OVERSLEEP_UB, woke - (issued + cal->min_dev_ns));
 	} else {
 		fhist_add(d, dev, HK_DEV_SPUN, found);
+		if (d) {
+			u64 idx = bucket_of(found);
+
+			/* 5.10's verifier can lose idx's bits here (a range with umin > umax on a path
+			 * it explores) and then refuses the atomic add as misaligned: the mask keeps
+			 * the offset's low bits known */
+			barrier_var(idx);
+			idx &= 0xff;
+			if (idx < HP_NB)
+				__sync_fetch_and_add(&d->spun_sum[idx], found);
+		}
 		if (cal && (!cal->min_dev_ns || found < cal->min_dev_ns))
 			cal->min_dev_ns = found;
 	}

@@ -486,6 +486,10 @@ struct agg {
 	__u64 waits, inflight_sum, calibrated;
 	/* the calibration in the device's `fdev` block, when it has one */
 	struct dev_calib cal;
+	/* dev_spun: ns per bucket from the `fdev` block; only when no sample of the series went to
+	 * `hists` (which has none), so that each bucket's sum belongs to all of its count */
+	__u64 bsum[HP_NB];
+	bool has_bsum, in_hists;
 };
 static struct agg *aggs;
 static int naggs, caggs;
@@ -559,8 +563,13 @@ static void collect_fdev(struct hpoll *skel)
 		for (__u32 kind = 0; kind < HK_MAX; kind++) {
 			struct hist_key hk = { .dev = key, .kind = kind };
 
-			if (!hist_empty(&v->h[kind]) && (a = agg_for(hk)))
+			if (!hist_empty(&v->h[kind]) && (a = agg_for(hk))) {
 				hist_addto(a, &v->h[kind]);
+				if (kind == HK_DEV_SPUN && !agg_of(a)->in_hists) {
+					memcpy(agg_of(a)->bsum, v->spun_sum, sizeof(v->spun_sum));
+					agg_of(a)->has_bsum = true;
+				}
+			}
 		}
 		/* a calibration comes after a polled completion, so the device has its rq_lat */
 		if ((r = agg_find(rk)))
@@ -582,6 +591,7 @@ static void collect_hists(struct hpoll *skel)
 		prev = &key;
 		if (key.kind < HK_MAX && !bpf_map_lookup_elem(fd, &key, &h) && (a = agg_for(key))) {
 			hist_addto(a, &h);
+			agg_of(a)->in_hists = !hist_empty(&h);
 			/* rq_lat in `hists` (a device whose per-CPU slot is taken) times every completion */
 			for (int i = 0; key.kind == HK_RQ_LAT && i < HP_NB; i++)
 				agg_of(a)->ios += h.slots[i];
@@ -635,7 +645,20 @@ static void dump_hists(struct hpoll *skel)
 			printf("%s%d,%llu", f ? "" : ",", i, (unsigned long long)e->h.slots[i]);
 			f = false;
 		}
-		printf("]}");
+		printf("]");
+		/* dev_spun: each counted bucket's ns, the same indices as "b" */
+		if (e->has_bsum) {
+			f = true;
+			printf(",\"bs\":[");
+			for (int i = 0; i < HP_NB; i++) {
+				if (!e->h.slots[i])
+					continue;
+				printf("%s%d,%llu", f ? "" : ",", i, (unsigned long long)e->bsum[i]);
+				f = false;
+			}
+			printf("]");
+		}
+		printf("}");
 	}
 	printf("]");
 }

@@ -265,6 +265,17 @@ function badBucket(b: unknown[], j: number, path: string): never {
 
 const KINDS: ReadonlySet<string> = new Set(HIST_KINDS);
 
+/** `"bs"`: each bucket's ns, index, ns, … flat, on exactly the indices of the buckets. */
+function bucketSums(v: unknown, buckets: readonly number[], path: string): number[] {
+  const s = arr(v, path);
+  if (s.length !== buckets.length) throw new ProtocolError(`${path}: ${s.length / 2} sums for ${buckets.length / 2} buckets`);
+  for (let j = 0; j < s.length; j += 2) {
+    if (s[j] !== buckets[j]) throw new ProtocolError(`${path}[${j}]: sum of bucket ${String(s[j])} where the buckets have ${buckets[j]}`);
+    count(s[j + 1], `${path}[${j + 1}]`);
+  }
+  return s as number[];
+}
+
 function parseHist(v: unknown, path: string): LoaderHist | string {
   const o = obj(v, path);
   const kind = str(o['kind'], `${path}.kind`);
@@ -285,10 +296,18 @@ function parseHist(v: unknown, path: string): LoaderHist | string {
   const n = count(o['count'], `${path}.count`);
   // the loader derives count from the buckets, so _count always equals the +Inf bucket
   if (total !== n) throw new ProtocolError(`${path}: count ${n} is not the sum of the buckets (${total})`);
+  const sums = o['bs'] === undefined ? undefined : bucketSums(o['bs'], buckets, `${path}.bs`);
   return {
     dev: dev(o['dev'], `${path}.dev`),
     kind: kind as HistKind,
-    hist: { buckets, count: n, sumNs: count(o['sum'], `${path}.sum`), aux0: count(o['aux0'], `${path}.aux0`), aux1: count(o['aux1'], `${path}.aux1`) },
+    hist: {
+      buckets,
+      count: n,
+      sumNs: count(o['sum'], `${path}.sum`),
+      aux0: count(o['aux0'], `${path}.aux0`),
+      aux1: count(o['aux1'], `${path}.aux1`),
+      ...(sums ? { bucketSumsNs: sums } : {}),
+    },
     ...(o['ios'] !== undefined ? { ios: count(o['ios'], `${path}.ios`) } : {}),
   };
 }

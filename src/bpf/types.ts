@@ -31,6 +31,11 @@ export interface BucketHist {
   /** kind-specific extra sums, see src/bpf/README.md (rq_lat: bytes, errors; sleep_req: Σ hybrid_poll_time/2, samples; spin: ns, loops after a sleep) */
   aux0: number;
   aux1: number;
+  /**
+   * dev_spun, from a device's block in the loader's maps: each bucket's ns (index, ns, … flat, the
+   * buckets' indices) — where in its bucket the exact device time lies. Absent where not kept.
+   */
+  bucketSumsNs?: number[];
 }
 
 export interface BpfDeviceSeries {

@@ -4,7 +4,7 @@ import type { BucketHist } from '../bpf/types.js';
 import type { Era } from '../sources/types.js';
 import { advise } from './advice.js';
 import { lowerNs, midNs, NB, upperNs } from './buckets.js';
-import { atom, bucketPiece, calibratedDist, shiftedBy, summary } from './dist.js';
+import { atom, bucketPiece, bucketPieceAt, calibratedDist, shiftedBy, summary } from './dist.js';
 import { estimateDeviceTime } from './censored.js';
 import { bucketPairs, bucketTotal, filledBuckets } from './hist.js';
 import { CostModel, evaluatePolicies, NO_KERNEL_OFFSETS, policySleep, settableSleep, settingOf, WorstCase, type KernelOffsets, type UnresolvedAtom } from './policies.js';
@@ -54,8 +54,27 @@ function exactScale(h: BucketHist | undefined): number {
 }
 
 /**
+ * The exact mean of each bucket (dense by index, 0 where empty) of a histogram that kept its
+ * per-bucket sums (dev_spun from a device's block in the loader); undefined without them.
+ */
+function bucketMeans(h: BucketHist | undefined): Float64Array | undefined {
+  const s = h?.bucketSumsNs;
+  if (!h || !s) return undefined;
+  const sums = new Float64Array(NB);
+  for (let j = 0; j < s.length; j += 2) sums[s[j]!] = s[j + 1]!;
+  const means = new Float64Array(NB);
+  for (let j = 0; j < h.buckets.length; j += 2) {
+    const i = h.buckets[j]!;
+    const c = h.buckets[j + 1]!;
+    if (c > 0) means[i] = sums[i]! / c;
+  }
+  return means;
+}
+
+/**
  * F_D. With hybrid samples: the product-limit estimate, whose parts are placed as the data allow:
- * the resolved part (exact dev_spun buckets) scaled to dev_spun's exact mean, censored or not; the
+ * the resolved part (exact dev_spun buckets) each at its bucket's exact mean where the loader kept
+ * the per-bucket sums (bucketPieceAt), else scaled to dev_spun's exact mean, censored or not; the
  * unresolved part (found_slept samples below every exact one, which say only D ≤ found time) as
  * atoms at the found time, scaled to found_slept's exact mean and kept inside their buckets: at
  * the found time, never above. Without hybrid sleeps (classic polling): rq_lat, issue → reaped,
@@ -68,8 +87,11 @@ export function deviceTime(w: DeviceWindow, minSamples: number): DeviceTime | un
   const { dev_spun: spun, found_slept: found } = w.hists;
   const est = estimateDeviceTime(spun, found);
   if (est && (est.samples >= minSamples || !(rqLatCounts(w).timed >= minSamples))) {
-    const k = exactScale(spun);
+    const means = bucketMeans(spun);
+    const k = means ? 1 : exactScale(spun);
     const resolved = est.resolvedMasses.map(([i, p]) => {
+      const m = means?.[i];
+      if (m !== undefined && m > 0) return bucketPieceAt(i, p, m);
       const q = bucketPiece(i, p);
       return { lo: q.lo * k, hi: q.hi * k, p };
     });

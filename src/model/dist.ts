@@ -27,6 +27,18 @@ export function bucketPiece(i: number, p: number): Piece {
   return { lo: lowerNs(i), hi: upperNs(i), p };
 }
 
+/**
+ * bucketPiece placed by the exact mean of its samples: the widest uniform piece inside the bucket
+ * with that mean (one end at a bucket bound), so that expectations near a tight device's minimum
+ * see where in its bucket the samples lie. The mean is clamped to the bucket; atoms stay atoms.
+ */
+export function bucketPieceAt(i: number, p: number, meanNs: number): Piece {
+  const q = bucketPiece(i, p);
+  if (q.lo === q.hi || !Number.isFinite(meanNs)) return q;
+  const m = Math.min(q.hi, Math.max(q.lo, meanNs));
+  return m >= (q.lo + q.hi) / 2 ? { lo: 2 * m - q.hi, hi: q.hi, p } : { lo: q.lo, hi: 2 * m - q.lo, p };
+}
+
 /** Bucket masses [index, weight] (any scale) → distribution; undefined when the total is 0. */
 export function distFromMasses(masses: readonly (readonly [number, number])[]): Dist | undefined {
   return distFromFlat(masses.flat());

@@ -2,7 +2,7 @@
 // looping replay can continue every counter from where the previous pass ended instead of
 // jumping back to the recording's first values. Pure.
 import { mapRingLoops, type BpfSnapshot, type BucketHist } from '../bpf/types.js';
-import { bucketPairs, flatBuckets } from '../model/hist.js';
+import { bucketPairs, flatBuckets, flatPairs } from '../model/hist.js';
 import type { SnapshotInputs } from '../snapshot/types.js';
 import type { DeviceReading } from '../sources/types.js';
 
@@ -67,6 +67,7 @@ function mapBpf(
         Object.entries(d.hists).map(([kind, h]) => {
           const key = `hist|${d.dev}|${kind}`;
           const q: BucketHist = { ...h, buckets: flatBuckets(hist(key, bucketPairs(h))) };
+          if (h.bucketSumsNs) q.bucketSumsNs = flatBuckets(hist(`${key}|sums`, flatPairs(h.bucketSumsNs)));
           for (const k of HIST_SCALARS) q[k] = scalar(`${key}|${k}`, h[k]);
           return [kind, q];
         }),

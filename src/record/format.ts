@@ -1,7 +1,7 @@
 // The recording format: JSON lines. Line 1 is a header, every further line one SnapshotInputs
 // (the raw, recordable input of one scrape, src/snapshot/types.ts). Versioned so that a reader
 // refuses what it does not understand instead of misreading it.
-import { bucketPairs } from '../model/hist.js';
+import { bucketPairs, flatPairs } from '../model/hist.js';
 import type { SnapshotInputs } from '../snapshot/types.js';
 
 export const RECORDING_FORMAT = 'hybridpoll-recording';
@@ -27,12 +27,14 @@ export function headerLine(h: RecordingHeader): string {
   return JSON.stringify(h) + '\n';
 }
 
-/** A frame's line. Histogram buckets are written as [index, count] pairs (in memory BucketHist keeps them flat). */
+/** A frame's line. Histogram buckets (and bucket sums) are written as [index, value] pairs (in memory BucketHist keeps them flat). */
 export function frameLine(f: SnapshotInputs): string {
   if (!f.bpf) return JSON.stringify(f) + '\n';
   const devices = f.bpf.devices.map((d) => ({
     ...d,
-    hists: Object.fromEntries(Object.entries(d.hists).map(([kind, h]) => [kind, { ...h, buckets: bucketPairs(h) }])),
+    hists: Object.fromEntries(
+      Object.entries(d.hists).map(([kind, h]) => [kind, { ...h, buckets: bucketPairs(h), ...(h.bucketSumsNs ? { bucketSumsNs: flatPairs(h.bucketSumsNs) } : {}) }]),
+    ),
   }));
   return JSON.stringify({ ...f, bpf: { ...f.bpf, devices } }) + '\n';
 }

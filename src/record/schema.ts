@@ -74,18 +74,19 @@ const host = object<HostReading>({
 // breaks it used to pass here and then fail every scrape of the replay with a 500
 // (found by test/hardening/fuzzLoaderRecording.test.ts).
 // The file holds buckets as [index, count] pairs (format.ts frameLine); BucketHist keeps them flat.
-const bucketHistFields = object<Omit<BucketHist, 'buckets'> & { buckets: [number, number][] }>({
+const bucketHistFields = object<Omit<BucketHist, 'buckets' | 'bucketSumsNs'> & { buckets: [number, number][]; bucketSumsNs?: [number, number][] }>({
   buckets: array(tuple2(int(0, NB - 1), count)),
   count,
   sumNs: count,
   aux0: count,
   aux1: count,
+  bucketSumsNs: optional(array(tuple2(int(0, NB - 1), count))),
 });
 const bucketHist: Check<BucketHist> = (v, path) => {
-  const h = bucketHistFields(v, path);
+  const { bucketSumsNs, ...h } = bucketHistFields(v, path);
   const total = h.buckets.reduce((a, [, c]) => a + c, 0);
   if (total !== h.count) throw new CheckError(`${path}.count`, `${h.count} is not the sum of the buckets (${total})`);
-  return { ...h, buckets: flatBuckets(h.buckets) };
+  return { ...h, buckets: flatBuckets(h.buckets), ...(bucketSumsNs ? { bucketSumsNs: flatBuckets(bucketSumsNs) } : {}) };
 };
 
 const deviceSeries = object<BpfDeviceSeries>({

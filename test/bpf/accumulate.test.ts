@@ -52,6 +52,24 @@ describe('RestartAccumulator', () => {
     expect(s.programs['rq_complete']!.runTimeNs).toBe(105);
   });
 
+  it("keeps dev_spun's per-bucket sums across a restart while every run kept them, and drops them once one did not", () => {
+    const spun = (b: [number, number][], sums: [number, number][] | undefined): BpfSnapshot => ({
+      ...raw({}),
+      devices: [{ dev: '259:0', hists: { dev_spun: { ...hist(b, sums ? sums.reduce((x, [, v]) => x + v, 0) : 0), ...(sums ? { bucketSumsNs: flatBuckets(sums) } : {}) } } }],
+    });
+    const a = new RestartAccumulator();
+    a.newRun();
+    a.apply(spun([[37, 2]], [[37, 98_000]]));
+    a.newRun();
+    const s = a.apply(spun([[37, 1], [38, 1]], [[37, 49_500], [38, 52_000]]));
+    expect(s.devices[0]!.hists.dev_spun!.bucketSumsNs).toEqual([37, 147_500, 38, 52_000]);
+    a.newRun();
+    // a run whose device went to the fallback map: its samples have no sums, so no total has them
+    const t = a.apply(spun([[37, 1]], undefined));
+    expect(t.devices[0]!.hists.dev_spun!.buckets).toEqual([37, 4, 38, 1]);
+    expect(t.devices[0]!.hists.dev_spun).not.toHaveProperty('bucketSumsNs');
+  });
+
   it('keeps the depth counters monotonic across a loader restart, through the protocol, with their ratio', () => {
     const hello = parseLine(JSON.stringify({ type: 'hello', proto: 2, version: '0', pid: 1, ncpu: 2, nb: 144, kernel: '7.3', poll_path: 'fentry', programs: {},
       polled_flag: '__REQ_POLLED=22', hybrid_poll_time: true, test_tgid: 0, calib_pct: 200, load_us: 1 })) as LoaderHello;

@@ -109,12 +109,22 @@ describe('parseLine', () => {
     ['a bucket index repeated', line(snapJson({ hists: [{ dev: '1:0', kind: 'spin', count: 2, sum: 0, aux0: 0, aux1: 0, b: [7, 1, 7, 1] }] })), /snap.hists\[0\].b\[2\]: bucket index 7 repeated or not ascending/],
     ['bucket indices descending', line(snapJson({ hists: [{ dev: '1:0', kind: 'spin', count: 2, sum: 0, aux0: 0, aux1: 0, b: [9, 1, 7, 1] }] })), /bucket index 7 repeated or not ascending/],
     ['a bucket pair as an array', line(snapJson({ hists: [{ dev: '1:0', kind: 'spin', count: 1, sum: 0, aux0: 0, aux1: 0, b: [[3, 1], [4, 0]] }] })), /snap.hists\[0\].b\[0\]: expected a non-negative integer/],
+    ['bucket sums on other indices than the buckets', line(snapJson({ hists: [{ dev: '1:0', kind: 'dev_spun', count: 2, sum: 90, aux0: 0, aux1: 0, b: [7, 1, 9, 1], bs: [7, 40, 8, 50] }] })), /snap.hists\[0\].bs\[2\]: sum of bucket 8 where the buckets have 9/],
+    ['fewer bucket sums than buckets', line(snapJson({ hists: [{ dev: '1:0', kind: 'dev_spun', count: 2, sum: 90, aux0: 0, aux1: 0, b: [7, 1, 9, 1], bs: [7, 40] }] })), /snap.hists\[0\].bs: 1 sums for 2 buckets/],
+    ['a negative bucket sum', line(snapJson({ hists: [{ dev: '1:0', kind: 'dev_spun', count: 1, sum: 40, aux0: 0, aux1: 0, b: [7, 1], bs: [7, -40] }] })), /snap.hists\[0\].bs\[1\]: expected a non-negative integer/],
     ['a missing field', line({ ...snapJson(), rings: undefined }), /snap.rings: expected an array/],
     ['a negative waits count', line(snapJson({ devs: [{ ...DEV, waits: -1, inflight_sum: 0 }] })), /snap.devs\[0\].waits: expected a non-negative integer/],
     ['a non-numeric inflight_sum', line(snapJson({ devs: [{ ...DEV, waits: 2, inflight_sum: '8' }] })), /snap.devs\[0\].inflight_sum: expected a non-negative integer/],
   ])('rejects %s with a clear error', (_what, text, msg) => {
     expect(() => parseLine(text)).toThrow(ProtocolError);
     expect(() => parseLine(text)).toThrow(msg);
+  });
+
+  it("carries dev_spun's per-bucket sums where the loader prints them, and none where it does not", () => {
+    const spun = { dev: '1:0', kind: 'dev_spun', count: 3, sum: 150_000, aux0: 0, aux1: 0, b: [37, 2, 38, 1], bs: [37, 98_000, 38, 52_000] };
+    const s = parseLine(line(snapJson({ hists: [spun, { ...spun, kind: 'found_slept', bs: undefined }] }))) as LoaderSnap;
+    expect(s.hists[0]!.hist.bucketSumsNs).toEqual([37, 98_000, 38, 52_000]);
+    expect(s.hists[1]!.hist).not.toHaveProperty('bucketSumsNs');
   });
 
   it('refuses an oversized line before parsing it', () => {

@@ -14,17 +14,22 @@ export function normal(rand: () => number, mean: number, sd: number): number {
   return mean + sd * Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rand());
 }
 
-/** A BucketHist of integer-ns samples, bucketed as the BPF program does. */
-export function histOf(samples: readonly number[], aux: { aux0?: number; aux1?: number } = {}): BucketHist {
+/** A BucketHist of integer-ns samples, bucketed as the BPF program does (withSums: each bucket's ns too, as dev_spun from a device block). */
+export function histOf(samples: readonly number[], aux: { aux0?: number; aux1?: number } = {}, withSums = false): BucketHist {
   const m = new Map<number, number>();
+  const sums = new Map<number, number>();
   let sum = 0;
   for (const v of samples) {
     const x = Math.max(0, Math.round(v));
-    m.set(bucketOf(x), (m.get(bucketOf(x)) ?? 0) + 1);
+    const i = bucketOf(x);
+    m.set(i, (m.get(i) ?? 0) + 1);
+    sums.set(i, (sums.get(i) ?? 0) + x);
     sum += x;
   }
+  const order = [...m.keys()].sort((a, b) => a - b);
   return {
-    buckets: flatBuckets([...m.entries()].sort((a, b) => a[0] - b[0])),
+    buckets: flatBuckets(order.map((i) => [i, m.get(i)!])),
+    ...(withSums ? { bucketSumsNs: flatBuckets(order.map((i) => [i, sums.get(i)!])) } : {}),
     count: samples.length,
     sumNs: sum,
     aux0: aux.aux0 ?? 0,
@@ -62,6 +67,8 @@ export interface PollerSim {
   withoutOffset?: boolean;
   /** the tracepoint path's window (5.10's, or a kernel that refuses fentry): no poll-loop counters and no REAP_NS apart in the spin */
   tracepoint?: boolean;
+  /** dev_spun with its per-bucket sums, as a loader reports a device with its own block */
+  bucketSums?: boolean;
 }
 
 /**
@@ -118,7 +125,7 @@ export function simulatePoller(sim: PollerSim): { hists: Record<string, BucketHi
       k === 'sleep_req' && sim.kernelEstimate ? { aux0: sim.sleepNs * xs.length, aux1: xs.length }
       : k === 'wake_ovh' && !sim.withoutOffset ? { aux0: a * xs.length, aux1: xs.length }
       : {};
-    hists[k] = histOf(xs, aux);
+    hists[k] = histOf(xs, aux, k === 'dev_spun' && sim.bucketSums);
   }
   return {
     hists,

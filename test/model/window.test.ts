@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BpfSnapshot, BucketHist } from '../../src/bpf/types.js';
-import { flatBuckets, histIncrease, histReset } from '../../src/model/hist.js';
+import { checkHist, flatBuckets, histIncrease, histReset, histSum } from '../../src/model/hist.js';
 import { Accumulator, SlidingWindow } from '../../src/model/window.js';
 
 const h = (buckets: [number, number][], sumNs = 0): BucketHist => ({
@@ -33,6 +33,27 @@ describe('histogram increase', () => {
     const c = h([[40, 1], [50, 9]], 2000);
     expect(histReset(b, c)).toBe(true);
     expect(histIncrease(b, c)).toBe(c);
+  });
+});
+
+describe('histogram increase with per-bucket sums', () => {
+  const summed = (b: BucketHist, sums: [number, number][]): BucketHist => ({ ...b, bucketSumsNs: flatBuckets(sums) });
+  it('diffs and adds the sums with the buckets where both sides have them, and drops them where one has none', () => {
+    const a = summed(h([[40, 5], [41, 2]], 700), [[40, 500], [41, 200]]);
+    const b = summed(h([[40, 7], [41, 2], [45, 1]], 1000), [[40, 690], [41, 200], [45, 110]]);
+    expect(histIncrease(a, b)).toEqual({ buckets: [40, 2, 45, 1], bucketSumsNs: [40, 190, 45, 110], count: 3, sumNs: 300, aux0: 0, aux1: 0 });
+    expect(histSum(a, b).bucketSumsNs).toEqual([40, 1190, 41, 400, 45, 110]);
+    expect(histIncrease(h([[40, 5], [41, 2]], 700), b)).not.toHaveProperty('bucketSumsNs');
+    expect(histSum(a, h([[40, 1]], 100))).not.toHaveProperty('bucketSumsNs');
+  });
+  it('takes a bucket sum that went down as a reset, as a count that went down', () => {
+    const a = summed(h([[40, 5]], 500), [[40, 500]]);
+    expect(histReset(a, summed(h([[40, 6]], 600), [[40, 450]]))).toBe(true);
+    expect(histReset(a, summed(h([[40, 6]], 600), [[40, 600]]))).toBe(false);
+  });
+  it('refuses malformed sums with a clear error', () => {
+    expect(() => checkHist(summed(h([[40, 1]], 100), [[200, 100]]), 'dev_spun')).toThrow(/dev_spun: bucket sum index 200 is not on the grid/);
+    expect(() => checkHist({ ...h([[40, 1]], 100), bucketSumsNs: [40] }, 'dev_spun')).toThrow(/not index, ns pairs/);
   });
 });
 
