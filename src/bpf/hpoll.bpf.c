@@ -676,7 +676,14 @@ static __always_inline void record_found(struct dev_hists *d, u32 dev, struct de
 					 bool slept_through, u64 found, u64 issued, u64 woke)
 {
 	if (slept_through) {
-		fhist_add(d, dev, HK_FOUND_SLEPT, found);
+		struct hist *h = fhist_add(d, dev, HK_FOUND_SLEPT, found);
+
+		/* its look: the woken poller's switch-in -> found, where its latency ends (the
+		 * model's λ) */
+		if (h && woke && issued + found >= woke) {
+			__sync_fetch_and_add(&h->aux0, issued + found - woke);
+			__sync_fetch_and_add(&h->aux1, 1);
+		}
 		if (cal && cal->min_dev_ns && woke > issued + cal->min_dev_ns)
 			fhist_add(d, dev, HK_OVERSLEEP_UB, woke - (issued + cal->min_dev_ns));
 	} else {

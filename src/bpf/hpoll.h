@@ -28,7 +28,8 @@ enum hp_kind {
 			    * aux0 sum of (sleep start - the slept I/O's issue, the origin of its found time), aux1 sleeps in it */
 	HK_WAKE_LAT,       /* sched_wakeup -> switch-in */
 	HK_DEV_SPUN,       /* issue -> found, I/O still pending after the sleep (issue: rq_origin(); fentry: iopoll_start) */
-	HK_FOUND_SLEPT,    /* issue -> found, I/O already complete at wake-up (censored) */
+	HK_FOUND_SLEPT,    /* issue -> found, I/O already complete at wake-up (censored); aux0 sum of its look (the
+			    * woken poller's switch-in -> found), aux1 looks */
 	HK_OVERSLEEP_UB,   /* switch-in - (issue + minimum dev_spun time of the device) */
 	HK_MAX
 };

@@ -211,6 +211,7 @@ function timingFamilies(bpf: BpfSnapshot, names: Map<string, string>, o: BpfExpo
   const spins = bpf.devices.flatMap((d) => (d.hists.spin ? [{ dev: d.dev, h: d.hists.spin }] : []));
   const wakes = bpf.devices.flatMap((d) => (d.hists.wake_ovh ? [{ dev: d.dev, h: d.hists.wake_ovh }] : []));
   const loopStarts = bpf.devices.flatMap((d) => (d.hists.iopoll ? [{ dev: d.dev, h: d.hists.iopoll }] : []));
+  const looks = bpf.devices.flatMap((d) => (d.hists.found_slept ? [{ dev: d.dev, h: d.hists.found_slept }] : []));
   out.push(
     family('poll_spin_after_sleep_seconds_total', 'counter', 'Spin of poll loops that slept, from the wake-up to the poll that found the completion (the tracepoint path: to the completion event).',
       spins, (x) => ({ labels: { device: label(x.dev) }, value: x.h.aux0 / 1e9 })),
@@ -228,6 +229,12 @@ function timingFamilies(bpf: BpfSnapshot, names: Map<string, string>, o: BpfExpo
       loopStarts, (x) => ({ labels: { device: label(x.dev) }, value: x.h.aux0 / 1e9 })),
     family('poll_loop_start_offset_total', 'counter', "Poll loops that slept whose offset from their I/O's issue is in poll_loop_start_offset_seconds_total.",
       loopStarts, (x) => ({ labels: { device: label(x.dev) }, value: x.h.aux1 })),
+    // The look after a sleep (aux0 ns, aux1 I/Os of found_slept): the model's λ, where the latency
+    // of an I/O complete at wake-up ends.
+    family('poll_look_after_sleep_seconds_total', 'counter', 'Time from the woken poller\'s switch-in to the completion found, for slept polled I/Os already complete at wake-up, summed.',
+      looks, (x) => ({ labels: { device: label(x.dev) }, value: x.h.aux0 / 1e9 })),
+    family('poll_look_after_sleep_total', 'counter', 'Slept polled I/Os complete at wake-up whose look is in poll_look_after_sleep_seconds_total.',
+      looks, (x) => ({ labels: { device: label(x.dev) }, value: x.h.aux1 })),
     family('poll_classified_ios_total', 'counter',
       'Slept polled I/Os classified found_slept/dev_spun, by method: exact (poll calls counted, fentry path) or calibrated (threshold from the shortest found time, plus per completion the call found on the fentry path).',
       devs.flatMap(([dev, c]) => [

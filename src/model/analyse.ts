@@ -204,6 +204,20 @@ function loopCosts(w: DeviceWindow, source: DeviceTimeSource, costs: PollerCosts
 }
 
 /**
+ * λ, the QD1 model's look after a sleep: the mean time from the woken poller's switch-in to the
+ * completion found, over the slept I/Os already complete then (found_slept's aux, from a loader
+ * that counts it; 0 without). Their latency ends there, not at the wake-up, and that stretch is on
+ * CPU: on the 5.10 guest the advice's added latency read 1.5× the model's without it once F_D
+ * placed the device's minimum exactly (docs/validation-legacy.md, L9). At depth the poller model
+ * has its own look terms (depth.ts).
+ */
+function lookAfterWake(w: DeviceWindow): number {
+  const h = w.hists.found_slept;
+  const v = h && h.aux1 > 0 ? h.aux0 / h.aux1 : 0;
+  return Number.isFinite(v) && v > 0 ? v : 0;
+}
+
+/**
  * Eras whose sleep the user sets as io_poll_delay, in whole µs (4.10–5.18: every polled I/O on
  * 4.10–5.15, sync HIPRI I/O on 5.16–5.18): there the best static sleep is the best a setting gives.
  * io_uring's hybrid sleep (6.13+) is the kernel's own estimate, not a setting.
@@ -253,12 +267,14 @@ export function analyse(w: DeviceWindow, opts: AnalyseOptions): ModelTarget | un
   const costs = w.counters['gaps'] !== undefined ? pollerCosts(w.counters) : undefined;
   const era = pollerEra(w.era, w.release);
   const atDepth = inFlight !== undefined && inFlight >= DEPTH_THRESHOLD && era !== undefined;
-  const m = new CostModel(dt.dist, fO, {
+  const look = atDepth ? 0 : lookAfterWake(w);
+  const m = new CostModel(dt.dist, look > 0 ? shiftedBy(fO, look) : fO, {
     switchCostNs: csw.ns,
     latencyBudget: opts.latencyBudget,
     ...(fixedSleepNs !== undefined ? { fixedSleepNs } : {}),
     ...(sleepStepNs !== undefined ? { sleepStepNs } : {}),
     ...(!atDepth ? loopCosts(w, dt.source, costs) : {}),
+    ...(look > 0 ? { lookNs: look } : {}),
   });
 
   // The current state, as measured: which I/Os slept and for how long.

@@ -23,6 +23,12 @@ export interface ModelParams {
   /** R: per I/O, the loop's completion work after the finding poll, ns (default 0) */
   loopReapNs?: number;
   /**
+   * λ: the woken poller's first look, switch-in → the completion found, ns (default 0). The
+   * caller passes F_O moved by λ (the first look after a sleep is at s + O + λ from D's origin),
+   * so late and P(overslept) see it; here every slept I/O spins at least λ.
+   */
+  lookNs?: number;
+  /**
    * Where a static sleep is set in whole steps (4.10–5.18: io_poll_delay, µs) the best static
    * sleep is the best one a setting gives (settableSleep); absent: any sleep.
    */
@@ -44,6 +50,8 @@ export class CostModel {
   /** L and R (ModelParams), 0 when not given */
   readonly pollStartNs: number;
   readonly loopReapNs: number;
+  /** λ (ModelParams), 0 when not given */
+  readonly lookNs: number;
   /** E[(D − L)⁺]: a classic loop's spin before R */
   readonly classicSpinNs: number;
 
@@ -66,11 +74,13 @@ export class CostModel {
     // sleep never wakes before a classic loop would start: L ≤ min O keeps spin non-increasing in s
     this.pollStartNs = Math.min(nonNegative(params.pollStartNs, 'pollStartNs'), this.minO);
     this.loopReapNs = nonNegative(params.loopReapNs, 'loopReapNs');
+    this.lookNs = nonNegative(params.lookNs, 'lookNs');
     this.classicSpinNs = this.pollStartNs > 0 ? expectPositive([{ dist: fD, sign: 1 }], -this.pollStartNs, 1) : this.meanD;
   }
 
   spin(s: number): number {
-    return (s > 0 ? this.dMinusO.at(-s, 1) : this.classicSpinNs) + this.loopReapNs;
+    // after a sleep: λ, then until D where D is later (F_O holds λ): max(λ, D − s − O)
+    return (s > 0 ? this.lookNs + this.dMinusO.at(-s, 1) : this.classicSpinNs) + this.loopReapNs;
   }
 
   cpu(s: number): number {
@@ -131,7 +141,7 @@ export class CostModel {
     );
     const meanS = mean(fS);
     const lateSlept = this.noiseFree(spinSlept - (this.meanD - this.meanO - meanS));
-    const spinNs = (1 - slept) * this.classicSpinNs + slept * spinSlept + this.loopReapNs;
+    const spinNs = (1 - slept) * this.classicSpinNs + slept * (spinSlept + this.lookNs) + this.loopReapNs;
     const cpuNs = spinNs + slept * this.params.switchCostNs;
     const lateNs = slept * lateSlept;
     const latencyNs = this.meanD + lateNs;
@@ -281,12 +291,13 @@ export function iouringHalfMinSleep(m: CostModel): number {
 }
 
 /**
- * oracle: per I/O, knowing D and O, sleep s = D − O (spin 0, pay c_sw) or do not sleep (pay
- * (D − L)⁺), whichever is cheaper: cpu = E[min((D − L)⁺, c_sw)] + R. When D ≤ O a sleep is late by
- * O − D. A floor in cpu for every static policy, not bound by the latency budget.
+ * oracle: per I/O, knowing D and O, sleep s = D − O − λ (spin λ, pay c_sw) or do not sleep (pay
+ * (D − L)⁺), whichever is cheaper: cpu = E[min((D − L)⁺, c_sw + λ)] + R. When D ≤ O + λ a sleep is
+ * late by O + λ − D. A floor in cpu for every static policy, not bound by the latency budget.
  */
 function oracleOutcome(m: CostModel): Outcome {
-  const c = m.params.switchCostNs;
+  // a sleep costs c_sw and the look after it (F_O holds λ: the oracle wakes λ before D)
+  const c = m.params.switchCostNs + m.lookNs;
   const dSleeps = restrictAbove(m.fD, c + m.pollStartNs); // the I/Os the oracle sleeps for
   const pSleeps = totalMass(dSleeps);
   const excessOverC = expectPositive([{ dist: m.fD, sign: 1 }], -(c + m.pollStartNs), 1);
@@ -296,7 +307,7 @@ function oracleOutcome(m: CostModel): Outcome {
   const latencyNs = m.meanD + lateNs;
   return {
     sleepNs,
-    spinNs: cpuNs - pSleeps * c,
+    spinNs: cpuNs - pSleeps * m.params.switchCostNs,
     cpuNs,
     lateNs,
     latencyNs,

@@ -107,21 +107,25 @@ describe("analyse: dev_spun's per-bucket sums place a tight device's minimum", (
   const r = prng(11);
   const Ds = Array.from({ length: n }, () => Math.max(1, Math.round(normal(r, 50_000, 1000))));
   const Os = Array.from({ length: n }, () => Math.max(0, Math.round(normal(r, 4000, 300))));
-  const sim = (bucketSums: boolean): PollerSim => {
+  const sim = (bucketSums: boolean, more: Partial<PollerSim> = {}): PollerSim => {
     let i = 0;
     let j = 0;
-    return { n, D: () => Ds[i++]!, O: () => Os[j++]!, sleepNs: 25_000, cswNs: 2000, bucketSums };
+    return { n, D: () => Ds[i++]!, O: () => Os[j++]!, sleepNs: 25_000, cswNs: 2000, bucketSums, ...more };
   };
-  /** late(s) = E[max(0, s + O − D)] over independent pairs of the drawn samples (the model's premise) */
-  const late = (sNs: number): number => {
+  /** late(s) = E[max(0, s + O + λ − D)] over independent pairs of the drawn samples (the model's premise) */
+  const late = (sNs: number, lookNs = 0): number => {
     let sum = 0;
-    for (let k = 0; k < n; k++) sum += Math.max(0, sNs + Os[(k * 7919) % n]! - Ds[k]!);
+    for (let k = 0; k < n; k++) sum += Math.max(0, sNs + Os[(k * 7919) % n]! + lookNs - Ds[k]!);
     return sum / n;
   };
   const meanD = Ds.reduce((a, b) => a + b, 0) / n;
   /** the longest sleep within the budget, from the samples (cpu falls as the sleep grows until then) */
-  let truth = 0;
-  for (let sNs = 30_000; late(sNs) <= OPTS.latencyBudget * meanD; sNs += 50) truth = sNs;
+  const longest = (lookNs: number): number => {
+    let s = 0;
+    for (let sNs = 30_000; late(sNs, lookNs) <= OPTS.latencyBudget * meanD; sNs += 50) s = sNs;
+    return s;
+  };
+  const truth = longest(0);
   const best = (t: ModelTarget) => t.policies.find((q) => q.policy === 'best_static')!;
 
   it('with the sums the best sleep is within 0.3 µs of the samples\' own, and within the budget on them', () => {
@@ -139,6 +143,22 @@ describe("analyse: dev_spun's per-bucket sums place a tight device's minimum", (
     expect(best(summed).cpuNs).toBeLessThan(best(plain).cpuNs);
     // the self-check does not move: spin is linear in D above the wake-up, and both read E[D] exactly
     expect(summed.current.outcome.cpuNs).toBeCloseTo(plain.current.outcome.cpuNs, -1);
+  });
+
+  it("counts the woken poller's look (λ): an I/O complete at wake-up is found, and its latency ends, λ later", () => {
+    // fed a run at 43 µs, where ≈ 2 % of the slept I/Os are complete at wake-up: the loader's
+    // found_slept aux holds their looks (0.8 µs)
+    const lookNs = 800;
+    const withLook = longest(lookNs);
+    const t = analyse(windowOf(sim(true, { sleepNs: 43_000, lookNs })), OPTS)!;
+    expect(Math.abs(best(t).sleepNs - withLook), `best ${best(t).sleepNs} vs ${withLook}`).toBeLessThan(300);
+    expect(late(best(t).sleepNs, lookNs)).toBeLessThanOrEqual(OPTS.latencyBudget * meanD * 1.05);
+    // the same run from a loader that does not count the look: the advice breaks the budget twice over
+    const w = windowOf(sim(true, { sleepNs: 43_000, lookNs }));
+    const blind = analyse({ ...w, hists: { ...w.hists, found_slept: { ...w.hists.found_slept!, aux0: 0, aux1: 0 } } }, OPTS)!;
+    expect(late(best(blind).sleepNs, lookNs)).toBeGreaterThan(1.8 * OPTS.latencyBudget * meanD);
+    // every slept I/O spins at least λ: the model's CPU at the current sleep follows the run's
+    expect(Math.abs(t.modelCpuErrorRatio!)).toBeLessThan(0.06);
   });
 });
 

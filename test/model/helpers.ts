@@ -69,6 +69,12 @@ export interface PollerSim {
   tracepoint?: boolean;
   /** dev_spun with its per-bucket sums, as a loader reports a device with its own block */
   bucketSums?: boolean;
+  /**
+   * λ: the woken poller's first look, switch-in → the completion found, ns (default 0): an I/O
+   * complete by then is found there (its latency and spin end λ after the wake-up), as the loader
+   * counts it in found_slept's aux
+   */
+  lookNs?: number;
 }
 
 /**
@@ -99,21 +105,22 @@ export function simulatePoller(sim: PollerSim): { hists: Record<string, BucketHi
       continue;
     }
     const O = Math.max(0, Math.round(sim.O()));
-    // back on CPU, from D's origin: the sleep starts a after it
+    // back on CPU, from D's origin: the sleep starts a after it; the first look λ later
     const wake = a + sim.sleepNs + O;
-    const spin = Math.max(0, D - wake) + reap;
+    const look = wake + (sim.lookNs ?? 0);
+    const spin = Math.max(look, D) - wake + reap;
     v.sleep_req!.push(sim.sleepNs);
     v.offcpu!.push(sim.sleepNs + O);
     v.wake_ovh!.push(O);
     v.spin!.push(spin);
     v.iopoll!.push(sim.cswNs + sim.sleepNs + O + spin);
-    v.rq_lat!.push(Math.max(D, wake));
+    v.rq_lat!.push(Math.max(D, look));
     spinNs += spin;
-    if (D > wake) {
+    if (D > look) {
       v.dev_spun!.push(D);
       spun++;
     } else {
-      v.found_slept!.push(wake);
+      v.found_slept!.push(look);
       overslept++;
     }
   }
@@ -124,6 +131,7 @@ export function simulatePoller(sim: PollerSim): { hists: Record<string, BucketHi
     const aux =
       k === 'sleep_req' && sim.kernelEstimate ? { aux0: sim.sleepNs * xs.length, aux1: xs.length }
       : k === 'wake_ovh' && !sim.withoutOffset ? { aux0: a * xs.length, aux1: xs.length }
+      : k === 'found_slept' && sim.lookNs !== undefined ? { aux0: sim.lookNs * xs.length, aux1: xs.length }
       : {};
     hists[k] = histOf(xs, aux, k === 'dev_spun' && sim.bucketSums);
   }
