@@ -670,6 +670,19 @@ static __always_inline void flush_unmatched(struct task_st *st)
 	st->t_sleep = 0;
 }
 
+/* v's ns into its bucket of a per-bucket sum in a device block (hpoll.h, dev_hists) */
+static __always_inline void bucket_sum_add(__u64 *sums, u64 v)
+{
+	u64 idx = bucket_of(v);
+
+	/* 5.10's verifier can lose idx's bits here (a range with umin > umax on a path it explores)
+	 * and then refuses the atomic add as misaligned: the mask keeps the offset's low bits known */
+	barrier_var(idx);
+	idx &= 0xff;
+	if (idx < HP_NB)
+		__sync_fetch_and_add(&sums[idx], v);
+}
+
 /* issue -> found of one slept I/O, classified; woke = when the poller was back on CPU (d as for
  * flush_sleep) */
 static __always_inline void record_found(struct dev_hists *d, u32 dev, struct dev_calib *cal,
@@ -678,8 +691,11 @@ static __always_inline void record_found(struct dev_hists *d, u32 dev, struct de
 	if (slept_through) {
 		struct hist *h = fhist_add(d, dev, HK_FOUND_SLEPT, found);
 
+		if (d)
+			bucket_sum_add(d->found_sum, found);
 		/* its look: the woken poller's switch-in -> found, where its latency ends (the
-		 * model's λ) */
+		 * model's λ on the fentry path; the tracepoint path's model takes the calibration's
+		 * minimum instead, src/model/analyse.ts lookAfterWake) */
 		if (h && woke && issued + found >= woke) {
 			__sync_fetch_and_add(&h->aux0, issued + found - woke);
 			__sync_fetch_and_add(&h->aux1, 1);
@@ -688,17 +704,8 @@ static __always_inline void record_found(struct dev_hists *d, u32 dev, struct de
 			fhist_add(d, dev, HK_OVERSLEEP_UB, woke - (issued + cal->min_dev_ns));
 	} else {
 		fhist_add(d, dev, HK_DEV_SPUN, found);
-		if (d) {
-			u64 idx = bucket_of(found);
-
-			/* 5.10's verifier can lose idx's bits here (a range with umin > umax on a path
-			 * it explores) and then refuses the atomic add as misaligned: the mask keeps
-			 * the offset's low bits known */
-			barrier_var(idx);
-			idx &= 0xff;
-			if (idx < HP_NB)
-				__sync_fetch_and_add(&d->spun_sum[idx], found);
-		}
+		if (d)
+			bucket_sum_add(d->spun_sum, found);
 		if (cal && (!cal->min_dev_ns || found < cal->min_dev_ns))
 			cal->min_dev_ns = found;
 	}

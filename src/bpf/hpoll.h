@@ -91,10 +91,12 @@ struct dev_calib {
 struct dev_hists {
 	struct hist h[HK_MAX];
 	struct dev_calib cal;
-	/* dev_spun's ns per bucket: where in its bucket the exact device time lies (a bucket is 20 %
-	 * wide, several µs at 50 µs, and the model's optimal sleep depends on the device's minimum
-	 * within it). Only in the block: a device on the `hists` fallback has none. */
+	/* dev_spun's and found_slept's ns per bucket: where in its bucket the exact device time, or
+	 * the found time of an I/O complete at wake-up, lies (a bucket is 20 % wide, several µs at
+	 * 50 µs, and the model's optimal sleep depends on the device's minimum within it). Only in
+	 * the block: a device on the `hists` fallback has none. */
 	__u64 spun_sum[HP_NB];
+	__u64 found_sum[HP_NB];
 };
 
 /* Per device, per CPU: counters that are not histogram counts. */

@@ -486,8 +486,9 @@ struct agg {
 	__u64 waits, inflight_sum, calibrated;
 	/* the calibration in the device's `fdev` block, when it has one */
 	struct dev_calib cal;
-	/* dev_spun: ns per bucket from the `fdev` block; only when no sample of the series went to
-	 * `hists` (which has none), so that each bucket's sum belongs to all of its count */
+	/* dev_spun, found_slept: ns per bucket from the `fdev` block; only when no sample of the
+	 * series went to `hists` (which has none), so that each bucket's sum belongs to all of its
+	 * count */
 	__u64 bsum[HP_NB];
 	bool has_bsum, in_hists;
 };
@@ -565,8 +566,11 @@ static void collect_fdev(struct hpoll *skel)
 
 			if (!hist_empty(&v->h[kind]) && (a = agg_for(hk))) {
 				hist_addto(a, &v->h[kind]);
-				if (kind == HK_DEV_SPUN && !agg_of(a)->in_hists) {
-					memcpy(agg_of(a)->bsum, v->spun_sum, sizeof(v->spun_sum));
+				const __u64 *sums = kind == HK_DEV_SPUN ? v->spun_sum :
+						    kind == HK_FOUND_SLEPT ? v->found_sum : NULL;
+
+				if (sums && !agg_of(a)->in_hists) {
+					memcpy(agg_of(a)->bsum, sums, sizeof(agg_of(a)->bsum));
 					agg_of(a)->has_bsum = true;
 				}
 			}
@@ -646,7 +650,7 @@ static void dump_hists(struct hpoll *skel)
 			f = false;
 		}
 		printf("]");
-		/* dev_spun: each counted bucket's ns, the same indices as "b" */
+		/* dev_spun, found_slept: each counted bucket's ns, the same indices as "b" */
 		if (e->has_bsum) {
 			f = true;
 			printf(",\"bs\":[");

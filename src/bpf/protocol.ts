@@ -478,8 +478,11 @@ export function toBpfSnapshot(hello: LoaderHello, snap: LoaderSnap): BpfSnapshot
     bpfStats: snap.bpfStats,
     programs,
     devices: [...byDev.entries()].map(([dev, hists]) => {
-      const sharedWith = snap.devices.find((x) => x.dev === dev)?.sharedWith;
-      return { dev, hists, ...(sharedWith ? { sharedWith } : {}) };
+      const d = snap.devices.find((x) => x.dev === dev);
+      // the tracepoint path's calibration minimum is switch-in -> found: the look (hpoll.bpf.c
+      // classify_tp); the fentry path's is a poll call's length, another quantity
+      const lookMinNs = hello.pollPath === 'tracepoint' && d && d.minFoundNs > 0 ? d.minFoundNs : undefined;
+      return { dev, hists, ...(d?.sharedWith ? { sharedWith: d.sharedWith } : {}), ...(lookMinNs !== undefined ? { lookMinNs } : {}) };
     }),
     rings: snap.rings.map((r) => ({
       ring: r.ring,

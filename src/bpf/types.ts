@@ -32,8 +32,9 @@ export interface BucketHist {
   aux0: number;
   aux1: number;
   /**
-   * dev_spun, from a device's block in the loader's maps: each bucket's ns (index, ns, … flat, the
-   * buckets' indices) — where in its bucket the exact device time lies. Absent where not kept.
+   * dev_spun and found_slept, from a device's block in the loader's maps: each bucket's ns
+   * (index, ns, … flat, the buckets' indices) — where in its bucket the device or found time
+   * lies. Absent where not kept.
    */
   bucketSumsNs?: number[];
 }
@@ -49,6 +50,12 @@ export interface BpfDeviceSeries {
    * seen): the links that group a ring's devices for the model (src/model/ring.ts)
    */
   sharedWith?: string;
+  /**
+   * tracepoint path: the shortest switch-in → found of a slept I/O on the device since the loader
+   * started (its calibration minimum): the woken poller's look where nothing delays it (the
+   * model's λ there, src/model/README.md)
+   */
+  lookMinNs?: number;
 }
 
 /** Per io_uring ring state (6.13+, fentry path only). */

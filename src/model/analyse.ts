@@ -76,8 +76,11 @@ function bucketMeans(h: BucketHist | undefined): Float64Array | undefined {
  * the resolved part (exact dev_spun buckets) each at its bucket's exact mean where the loader kept
  * the per-bucket sums (bucketPieceAt), else scaled to dev_spun's exact mean, censored or not; the
  * unresolved part (found_slept samples below every exact one, which say only D ≤ found time) as
- * atoms at the found time, scaled to found_slept's exact mean and kept inside their buckets: at
- * the found time, never above. Without hybrid sleeps (classic polling): rq_lat, issue → reaped,
+ * atoms at the found time: each bucket's exact mean where the loader kept found_slept's sums (the
+ * found times of I/Os complete at wake-up follow O, so spread over two buckets their midpoints
+ * put them µs apart: with λ in O' that read as spin the run never had, +8 … +12 % on the
+ * 5.10 guest's most censored runs), else the bucket's midpoint scaled to found_slept's exact
+ * mean; kept inside their buckets: at the found time, never above. Without hybrid sleeps (classic polling): rq_lat, issue → reaped,
  * which is the device time to within one poll loop. Also rq_lat where the sleeps are too few to
  * judge (fewer than minSamples) but rq_lat is not: a window that is classic polling but for a
  * handful of sleeps (a mode switch; the fentry path records a pass's sleep at the task's next
@@ -95,8 +98,12 @@ export function deviceTime(w: DeviceWindow, minSamples: number): DeviceTime | un
       const q = bucketPiece(i, p);
       return { lo: q.lo * k, hi: q.hi * k, p };
     });
+    const foundMeans = bucketMeans(found);
     const kf = exactScale(found);
-    const unresolved = est.unresolvedMasses.map(([i, p]) => ({ atNs: Math.min(upperNs(i), Math.max(lowerNs(i), midNs(i) * kf)), p }));
+    const unresolved = est.unresolvedMasses.map(([i, p]) => {
+      const m = foundMeans?.[i];
+      return { atNs: Math.min(upperNs(i), Math.max(lowerNs(i), m !== undefined && m > 0 ? m : midNs(i) * kf)), p };
+    });
     const pieces = [...resolved, ...unresolved.map(({ atNs, p }) => ({ lo: atNs, hi: atNs, p }))].sort((a, b) => a.lo - b.lo || a.hi - b.hi);
     if (pieces.length) return { dist: { pieces }, source: est.source, samples: est.samples, censored: est.censored, masses: est.masses, unresolved };
   }
@@ -204,14 +211,19 @@ function loopCosts(w: DeviceWindow, source: DeviceTimeSource, costs: PollerCosts
 }
 
 /**
- * λ, the QD1 model's look after a sleep: the mean time from the woken poller's switch-in to the
- * completion found, over the slept I/Os already complete then (found_slept's aux, from a loader
- * that counts it; 0 without). Their latency ends there, not at the wake-up, and that stretch is on
- * CPU: on the 5.10 guest the advice's added latency read 1.5× the model's without it once F_D
- * placed the device's minimum exactly (docs/validation-legacy.md, L9). At depth the poller model
- * has its own look terms (depth.ts).
+ * λ, the QD1 model's look after a sleep: the time from the woken poller's switch-in to the
+ * completion found, for a slept I/O already complete then. Its latency ends there, not at the
+ * wake-up, and that stretch is on CPU: on the 5.10 guest the advice's added latency read 1.5× the
+ * model's without it once F_D placed the device's minimum exactly (docs/validation-legacy.md, L9).
+ * Tracepoint path: the loader's lifetime minimum of switch-in → found (lookMinNs), since a window
+ * fed a ½-mean sleep holds a handful of looks, each after a wake-up delayed past D, and some
+ * delayed again after the switch-in (seen: 11 of 7.6 and 16.8 µs mean where the path takes
+ * 1.2), and a calibration not yet converged calls spun I/Os slept through. Fentry path, whose
+ * classification counts polls: the window's mean look (found_slept's aux). 0 from loaders and
+ * recordings without either. At depth the poller model has its own look terms (depth.ts).
  */
 function lookAfterWake(w: DeviceWindow): number {
+  if (w.lookMinNs !== undefined && w.lookMinNs > 0 && Number.isFinite(w.lookMinNs)) return w.lookMinNs;
   const h = w.hists.found_slept;
   const v = h && h.aux1 > 0 ? h.aux0 / h.aux1 : 0;
   return Number.isFinite(v) && v > 0 ? v : 0;

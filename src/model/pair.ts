@@ -8,16 +8,18 @@ import type { AnalyseOptions, DeviceWindow, ModelTarget } from './types.js';
 import { Accumulator, totalsDelta } from './window.js';
 
 /** Device name, io_poll_delay and poll_stat's mean for a BPF device, from the BPF series or the host reading. */
-export function deviceContext(inputs: SnapshotInputs, dev: string, bpfName?: string): Pick<DeviceWindow, 'device' | 'ioPollDelay' | 'pollStatMeanNs' | 'sharedWith'> {
+export function deviceContext(inputs: SnapshotInputs, dev: string, bpfName?: string): Pick<DeviceWindow, 'device' | 'ioPollDelay' | 'pollStatMeanNs' | 'sharedWith' | 'lookMinNs'> {
   const host = inputs.host?.devices.find((d) => (bpfName ? d.device === bpfName : false) || d.devNum === dev);
   const device = bpfName ?? host?.device ?? dev;
-  const sharedWith = inputs.bpf?.devices.find((d) => d.dev === dev)?.sharedWith;
+  const series = inputs.bpf?.devices.find((d) => d.dev === dev);
+  const sharedWith = series?.sharedWith;
   const pollStatMeanNs = host?.pollStat ? pollStatMean(host.pollStat) : undefined;
   return {
     device,
     ...(host?.ioPollDelay !== undefined ? { ioPollDelay: host.ioPollDelay } : {}),
     ...(pollStatMeanNs !== undefined ? { pollStatMeanNs } : {}),
     ...(sharedWith ? { sharedWith } : {}),
+    ...(series?.lookMinNs !== undefined ? { lookMinNs: series.lookMinNs } : {}),
   };
 }
 

@@ -103,6 +103,8 @@ export interface DeviceWindow {
   sampleRate?: number;
   /** a device an io_uring ring polled in the same passes as this one (BpfDeviceSeries.sharedWith) */
   sharedWith?: string;
+  /** tracepoint path: the shortest look since the loader started (BpfDeviceSeries.lookMinNs), at the window's end */
+  lookMinNs?: number;
 }
 
 export interface AnalyseOptions {

@@ -94,6 +94,7 @@ const deviceSeries = object<BpfDeviceSeries>({
   device: optional(str),
   hists: partialRecord(HIST_KINDS, bucketHist),
   sharedWith: optional(str),
+  lookMinNs: optional(num),
 });
 
 const ring = object<BpfRing>({

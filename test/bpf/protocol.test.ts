@@ -158,6 +158,13 @@ describe('parseLine', () => {
 describe('toBpfSnapshot', () => {
   const snap = toBpfSnapshot(parseLine(line(HELLO)) as LoaderHello, parseLine(line(snapJson())) as LoaderSnap);
 
+  it("takes the tracepoint path's calibration minimum as the look's (lookMinNs), and not the fentry path's (a poll call's length)", () => {
+    expect(snap.devices.find((d) => d.dev === '259:0')!.lookMinNs).toBe(900);
+    expect(snap.devices.find((d) => d.dev === '8:0')).not.toHaveProperty('lookMinNs');
+    const fentry = toBpfSnapshot(parseLine(line({ ...HELLO, poll_path: 'fentry' })) as LoaderHello, parseLine(line(snapJson())) as LoaderSnap);
+    expect(fentry.devices.find((d) => d.dev === '259:0')).not.toHaveProperty('lookMinNs');
+  });
+
   it('groups histograms by device', () => {
     expect(snap.devices.map((d) => d.dev).sort()).toEqual(['259:0', '8:0']);
     expect(Object.keys(snap.devices.find((d) => d.dev === '259:0')!.hists).sort()).toEqual(['found_slept', 'rq_lat', 'sleep_req', 'spin']);

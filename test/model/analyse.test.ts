@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { BpfSnapshot, BucketHist, HistKind } from '../../src/bpf/types.js';
 import { bucketOf } from '../../src/model/buckets.js';
 import { histSum } from '../../src/model/hist.js';
-import { analyse, DEFAULT_SWITCH_COST_NS, detectPolicy } from '../../src/model/analyse.js';
+import { analyse, DEFAULT_SWITCH_COST_NS, detectPolicy, deviceTime } from '../../src/model/analyse.js';
 import { analysePair, deviceContext, pollStatMean } from '../../src/model/pair.js';
 import type { DeviceWindow, ModelTarget } from '../../src/model/types.js';
 import type { SnapshotInputs } from '../../src/snapshot/types.js';
@@ -145,6 +145,17 @@ describe("analyse: dev_spun's per-bucket sums place a tight device's minimum", (
     expect(summed.current.outcome.cpuNs).toBeCloseTo(plain.current.outcome.cpuNs, -1);
   });
 
+  it("places the I/Os complete at wake-up at their found times' bucket means, not µs apart on the grid", () => {
+    // found times 49.1 and 49.2 µs straddle a bucket bound (49.152 µs): read from the buckets the
+    // two atoms sat at their buckets' midpoints scaled to the exact mean, ≈ 8 µs apart
+    const found = [...Array(500).fill(49_100), ...Array(500).fill(49_200)];
+    const w = (withSums: boolean): DeviceWindow => ({ dev: '259:0', device: 'x', seconds: 1, era: 'iouring_hybrid', counters: { polled_ios: 1000 }, hists: { found_slept: histOf(found, {}, withSums) } });
+    const at = (withSums: boolean) => deviceTime(w(withSums), 20)!.unresolved.map((a) => a.atNs);
+    expect(at(true)).toEqual([49_100, 49_200]);
+    const plain = at(false);
+    expect(plain[1]! - plain[0]!).toBeGreaterThan(5000);
+  });
+
   it("counts the woken poller's look (λ): an I/O complete at wake-up is found, and its latency ends, λ later", () => {
     // fed a run at 43 µs, where ≈ 2 % of the slept I/Os are complete at wake-up: the loader's
     // found_slept aux holds their looks (0.8 µs)
@@ -159,6 +170,10 @@ describe("analyse: dev_spun's per-bucket sums place a tight device's minimum", (
     expect(late(best(blind).sleepNs, lookNs)).toBeGreaterThan(1.8 * OPTS.latencyBudget * meanD);
     // every slept I/O spins at least λ: the model's CPU at the current sleep follows the run's
     expect(Math.abs(t.modelCpuErrorRatio!)).toBeLessThan(0.06);
+    // the tracepoint path's lifetime minimum look, where the loader gives one, before the window's mean
+    const polluted = { ...w, hists: { ...w.hists, found_slept: { ...w.hists.found_slept!, aux0: 7600 * w.hists.found_slept!.aux1 } } };
+    expect(best(analyse({ ...polluted, lookMinNs: lookNs }, OPTS)!).sleepNs).toBe(best(t).sleepNs);
+    expect(best(analyse(polluted, OPTS)!).sleepNs).toBeLessThan(best(t).sleepNs - 3000);
   });
 });
 

@@ -67,7 +67,7 @@ export interface PollerSim {
   withoutOffset?: boolean;
   /** the tracepoint path's window (5.10's, or a kernel that refuses fentry): no poll-loop counters and no REAP_NS apart in the spin */
   tracepoint?: boolean;
-  /** dev_spun with its per-bucket sums, as a loader reports a device with its own block */
+  /** dev_spun and found_slept with their per-bucket sums, as a loader reports a device with its own block */
   bucketSums?: boolean;
   /**
    * λ: the woken poller's first look, switch-in → the completion found, ns (default 0): an I/O
@@ -133,7 +133,7 @@ export function simulatePoller(sim: PollerSim): { hists: Record<string, BucketHi
       : k === 'wake_ovh' && !sim.withoutOffset ? { aux0: a * xs.length, aux1: xs.length }
       : k === 'found_slept' && sim.lookNs !== undefined ? { aux0: sim.lookNs * xs.length, aux1: xs.length }
       : {};
-    hists[k] = histOf(xs, aux, k === 'dev_spun' && sim.bucketSums);
+    hists[k] = histOf(xs, aux, (k === 'dev_spun' || k === 'found_slept') && sim.bucketSums);
   }
   return {
     hists,

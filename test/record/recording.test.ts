@@ -73,17 +73,18 @@ describe('recording round trip', () => {
     expect(await collect(r.frames)).toEqual(frames);
   });
 
-  it("carries dev_spun's per-bucket sums where the frame has them", async () => {
+  it("carries dev_spun's per-bucket sums and the device's shortest look where the frame has them", async () => {
     const [f] = sample(1);
     const d = f!.bpf!.devices.find((x) => x.hists.dev_spun)!;
     const spun = d.hists.dev_spun!;
     // each bucket's sum at its count × 1000 ns: any values on the buckets' own indices
     const withSums = { ...spun, bucketSumsNs: spun.buckets.map((v, j) => (j % 2 ? v * 1000 : v)) };
-    const g: SnapshotInputs = { ...f!, bpf: { ...f!.bpf!, devices: f!.bpf!.devices.map((x) => (x === d ? { ...x, hists: { ...x.hists, dev_spun: withSums } } : x)) } };
+    const g: SnapshotInputs = { ...f!, bpf: { ...f!.bpf!, devices: f!.bpf!.devices.map((x) => (x === d ? { ...x, lookMinNs: 1190, hists: { ...x.hists, dev_spun: withSums } } : x)) } };
     const r = await readRecording(Readable.from([line(header) + line(g)]), 'x');
     const [back] = await collect(r.frames);
     expect(back).toEqual(g);
     expect(back!.bpf!.devices.find((x) => x.dev === d.dev)!.hists.dev_spun!.bucketSumsNs).toEqual(withSums.bucketSumsNs);
+    expect(back!.bpf!.devices.find((x) => x.dev === d.dev)!.lookMinNs).toBe(1190);
   });
 
   it('drops fields it does not know, keeps the ones it does', async () => {
