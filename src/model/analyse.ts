@@ -55,7 +55,7 @@ function exactScale(h: BucketHist | undefined): number {
 
 /**
  * The exact mean of each bucket (dense by index, 0 where empty) of a histogram that kept its
- * per-bucket sums (dev_spun from a device's block in the loader); undefined without them.
+ * per-bucket sums (dev_spun, found_slept from a device's block in the loader); undefined without.
  */
 function bucketMeans(h: BucketHist | undefined): Float64Array | undefined {
   const s = h?.bucketSumsNs;
@@ -78,10 +78,10 @@ function bucketMeans(h: BucketHist | undefined): Float64Array | undefined {
  * unresolved part (found_slept samples below every exact one, which say only D ≤ found time) as
  * atoms at the found time: each bucket's exact mean where the loader kept found_slept's sums (the
  * found times of I/Os complete at wake-up follow O, so spread over two buckets their midpoints
- * put them µs apart: with λ in O' that read as spin the run never had, +8 … +12 % on the
- * 5.10 guest's most censored runs), else the bucket's midpoint scaled to found_slept's exact
- * mean; kept inside their buckets: at the found time, never above. Without hybrid sleeps (classic polling): rq_lat, issue → reaped,
- * which is the device time to within one poll loop. Also rq_lat where the sleeps are too few to
+ * put them µs apart: with λ in O' that read as spin the run never had, +8 … +12 % on the 5.10
+ * guest's most censored runs), else the bucket's midpoint scaled to found_slept's exact mean;
+ * kept inside their buckets: at the found time, never above. Without hybrid sleeps (classic
+ * polling): rq_lat, issue → reaped, which is the device time to within one poll loop. Also rq_lat where the sleeps are too few to
  * judge (fewer than minSamples) but rq_lat is not: a window that is classic polling but for a
  * handful of sleeps (a mode switch; the fentry path records a pass's sleep at the task's next
  * loop or exit, so one can land after the hybrid run it belongs to) must not lose its figures.
