@@ -1,6 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { bucketOf, lowerNs, upperNs } from '../../src/model/buckets.js';
-import { atom, cdf, distFromHist, expectPositive, mean, mixture, quantile, restrictAbove, shiftedBy, uniform } from '../../src/model/dist.js';
+import { atom, bucketPieceAt, cdf, distFromHist, expectPositive, mean, mixture, quantile, restrictAbove, shiftedBy, uniform } from '../../src/model/dist.js';
 import { countLe, cumulativeLe } from '../../src/model/hist.js';
 import { histOf } from './helpers.js';
 
@@ -94,5 +95,28 @@ describe('shiftedBy', () => {
     expect(mean(s)).toBeCloseTo(mean(d) - 5, 12);
     expect(quantile(s, 0.9)).toBeCloseTo(quantile(d, 0.9) - 5, 12);
     expect(s.pieces.map((q) => q.p)).toEqual(d.pieces.map((q) => q.p));
+  });
+});
+
+describe('bucketPieceAt', () => {
+  it('is the widest uniform piece inside the bucket with the given mean (clamped to the bucket)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 5, max: 140 }), fc.double({ min: -0.2, max: 1.2, noNaN: true }), (i, f) => {
+        const lo = lowerNs(i);
+        const hi = upperNs(i);
+        const q = bucketPieceAt(i, 0.5, lo + f * (hi - lo));
+        const m = Math.min(hi, Math.max(lo, lo + f * (hi - lo)));
+        expect(q.p).toBe(0.5);
+        expect(q.lo).toBeGreaterThanOrEqual(lo - 1e-9 * hi);
+        expect(q.hi).toBeLessThanOrEqual(hi + 1e-9 * hi);
+        expect(Math.abs((q.lo + q.hi) / 2 - m)).toBeLessThanOrEqual(1e-9 * hi);
+        // one end at a bucket bound: no wider piece with that mean fits
+        expect(Math.min(Math.abs(q.lo - lo), Math.abs(q.hi - hi))).toBeLessThan(1e-9 * hi + 1e-6);
+      }),
+    );
+  });
+
+  it('keeps the exact buckets 0–4 as atoms', () => {
+    expect(bucketPieceAt(3, 1, 2.5)).toEqual({ lo: 3, hi: 3, p: 1 });
   });
 });
