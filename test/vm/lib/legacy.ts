@@ -385,9 +385,9 @@ export function completionEdgePerIo(r: Pick<LegacyRun, 'before' | 'after' | 'pol
 /**
  * The latency a sleep adds, as the exporter's budget counts it (against classic polling): a run's
  * mean latency above the classic run's, less the extra run time per I/O of the rq_complete program,
- * which a slept I/O's completion runs more of (1.44 against 0.85 µs on the 5.10 guest) before the
- * poller sees it — the exporter's own cost, the same at every sleep. NaN without bpf_stats in
- * either run.
+ * which a slept I/O's completion runs more of (1.54–1.59 against 0.84 µs per I/O on the 5.10
+ * guest, bpf_stats on) before the poller sees it — the exporter's own cost, the same at every
+ * sleep. NaN without bpf_stats in either run.
  */
 export function addedLatencySeconds(r: Pick<LegacyRun, 'before' | 'after' | 'poller'>, classic: Pick<LegacyRun, 'before' | 'after' | 'poller'>): number {
   const e = completionEdgePerIo(r);
