@@ -4,7 +4,7 @@
 // model one run and compare its what-if rows with the measured runs of those settings.
 import { relErr, type CheckResult } from './checks.js';
 import { delta, histDelta, parseExposition, select, value, type HistDelta, type Scrape } from './prom.js';
-import { addedLatencySeconds, ADVICE_BUDGET, adviceBudgetSeconds, completionEdgePerIo, hpsimOverRun, isHpdrive, queueDepth, LATENCY_SLACK_S, parseHpsimStats, pollStatMeanOverRun, wakeOverheadSeconds, type DelayMode, type LegacyRun, type LegacySession, type Workload } from './legacy.js';
+import { addedLatencySeconds, ADVICE_BUDGET, adviceBudgetSeconds, completionEdgePerIo, hpsimOverRun, isHpdrive, queueDepth, LATENCY_SLACK_S, parseHpsimStats, pollStatMeanOverRun, wakeOverheadSeconds, type DelayMode, type LegacyRun, type LegacySession, type RunLatency, type Workload } from './legacy.js';
 
 /**
  * The bounds of issue 13 (virtual time, simulated device): counts exact to ±0.5 %; sleeps per I/O,
@@ -512,8 +512,9 @@ export function adviceChecks(group: string, c: LegacyFigures, a: LegacyFigures, 
   const lat = (f: LegacyFigures) => f.run.poller.latUs.mean * 1e-6;
   // the budget as the exporter applies it: a share of the mean device time (its default, 1 %), here of the device's own mean
   const budget = adviceBudgetSeconds(c.run);
-  const added = (f: LegacyFigures) => (f === c ? 0 : addedLatencySeconds(f.run, c.run));
-  const edge = (f: LegacyFigures) => completionEdgePerIo(f.run);
+  const runLatency = (f: LegacyFigures): RunLatency => ({ meanUs: f.run.poller.latUs.mean, ios: f.run.poller.ios, rqCompleteSeconds: completionEdge(f) });
+  const added = (f: LegacyFigures) => (f === c ? 0 : addedLatencySeconds(runLatency(f), runLatency(c)));
+  const edge = (f: LegacyFigures) => completionEdgePerIo(runLatency(f));
   const lb = added(best);
   const modelLate = value(parseExposition(a.run.after), 'hybridpoll_policy_added_latency_seconds', { device: a.run.device, policy: 'best_static' });
   out.push(check(group, '9 best latency', "the advised sleep's added mean latency (against the classic run, less rq_complete's extra per slept I/O) within the exporter's latency budget",
