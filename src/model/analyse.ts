@@ -60,13 +60,12 @@ function exactScale(h: BucketHist | undefined): number {
 function bucketMeans(h: BucketHist | undefined): Float64Array | undefined {
   const s = h?.bucketSumsNs;
   if (!h || !s) return undefined;
-  const sums = new Float64Array(NB);
-  for (let j = 0; j < s.length; j += 2) sums[s[j]!] = s[j + 1]!;
+  // the sums in place, then each divided by its bucket's count (sums sit on the buckets' indices)
   const means = new Float64Array(NB);
+  for (let j = 0; j < s.length; j += 2) means[s[j]!] = s[j + 1]!;
   for (let j = 0; j < h.buckets.length; j += 2) {
-    const i = h.buckets[j]!;
     const c = h.buckets[j + 1]!;
-    if (c > 0) means[i] = sums[i]! / c;
+    means[h.buckets[j]!] = c > 0 ? means[h.buckets[j]!]! / c : 0;
   }
   return means;
 }
